@@ -1,0 +1,117 @@
+// Backend: where bizon keeps jobs, cursors and reset requests between runs.
+//
+// Table and column names follow the original (stream_jobs, source_cursors, destination_cursors,
+// stream_resets) so existing tooling can read them. Every method commits before it returns.
+// A Backend instance is used from one thread at a time; open one per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "bizon/status.h"
+#include "bizon/value.h"
+
+namespace bizon {
+
+/// The triple every row is keyed by.
+struct StreamKey {
+  std::string name;  // The pipeline's `id`, or its `name` when no id is set.
+  std::string source_name;
+  std::string stream_name;
+};
+
+enum class JobStatus { kStarted, kRunning, kFailed, kCancelled, kSucceeded };
+std::string_view ToString(JobStatus status);
+Result<JobStatus> ParseJobStatus(std::string_view text);
+
+struct StreamJob {
+  std::string id;  // uuid4 as 32 lowercase hex characters.
+  StreamKey key;
+  std::string sync_mode;
+  std::optional<int64_t> total_records_to_fetch;
+  int64_t created_at_us = 0;
+  int64_t updated_at_us = 0;
+  /// JSON text of the last non-null next_state, persisted when the job succeeds.
+  std::optional<std::string> incremental_state;
+  JobStatus status = JobStatus::kStarted;
+  std::optional<std::string> error_message;
+  /// Process that owns the job while it runs (pid and host, "pid@host"); a RUNNING job whose owner
+  /// is gone was left by a killed process.
+  std::string owner;
+};
+
+struct SourceCursorRow {
+  std::string job_id;
+  StreamKey key;
+  int64_t iteration = 0;
+  int64_t rows_fetched = 0;
+  std::string next_pagination;  // JSON text.
+};
+
+struct DestinationCursor {
+  std::string id;
+  std::string job_id;
+  StreamKey key;
+  std::string destination_name;
+  int64_t from_source_iteration = 0;
+  int64_t to_source_iteration = 0;
+  int64_t rows_written = 0;
+  bool success = false;
+  /// JSON of the pagination that fetches `to_source_iteration + 1`; nullopt when exhausted.
+  std::optional<std::string> pagination;
+  /// JSON of what Destination::Write returned (e.g. the file length), for exactly-once resume.
+  std::optional<std::string> destination_state;
+  std::optional<std::string> error_message;
+  int64_t created_at_us = 0;
+};
+
+struct StreamReset {
+  std::string id;
+  StreamKey key;
+  int64_t requested_at_us = 0;
+  std::optional<int64_t> consumed_at_us;
+  std::optional<std::string> consumed_by_job_id;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// Creates missing tables and applies migrations up to the current schema version.
+  virtual Status Migrate() = 0;
+
+  // Jobs.
+  virtual Result<StreamJob> CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
+                                            std::optional<int64_t> total_records,
+                                            std::string_view owner) = 0;
+  virtual Status UpdateStreamJobStatus(std::string_view job_id, JobStatus status,
+                                       std::optional<std::string> error_message) = 0;
+  virtual Status SetIncrementalState(std::string_view job_id, std::string_view state_json) = 0;
+  virtual Status SetJobOwner(std::string_view job_id, std::string_view owner) = 0;
+  virtual Result<std::optional<StreamJob>> GetStreamJobById(std::string_view job_id) = 0;
+  /// The newest job in status `running` for the key.
+  virtual Result<std::optional<StreamJob>> GetRunningStreamJob(const StreamKey& key) = 0;
+  /// The newest job in status `succeeded` for the key, by created_at.
+  virtual Result<std::optional<StreamJob>> GetLastSuccessfulStreamJob(const StreamKey& key) = 0;
+
+  // Cursors.
+  virtual Status CreateSourceCursor(const SourceCursorRow& cursor) = 0;
+  virtual Status CreateDestinationCursor(const DestinationCursor& cursor) = 0;
+  /// The successful destination cursor with the highest to_source_iteration.
+  virtual Result<std::optional<DestinationCursor>> GetLastDestinationCursor(
+      std::string_view job_id) = 0;
+  /// Sum of rows_written over the job's successful destination cursors.
+  virtual Result<int64_t> GetWrittenRowCount(std::string_view job_id) = 0;
+
+  // Resets.
+  virtual Result<StreamReset> CreateStreamReset(const StreamKey& key) = 0;
+  virtual Result<std::optional<StreamReset>> GetPendingStreamReset(const StreamKey& key) = 0;
+  virtual Result<std::optional<StreamReset>> GetStreamResetByJobId(std::string_view job_id) = 0;
+  virtual Status ConsumeStreamReset(std::string_view reset_id, std::string_view job_id) = 0;
+  /// Retires every pending reset of the key; returns how many.
+  virtual Result<int64_t> CancelPendingStreamResets(const StreamKey& key) = 0;
+};
+
+}  // namespace bizon

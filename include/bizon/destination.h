@@ -1,0 +1,56 @@
+// The destination contract: what a connector implements to receive records.
+//
+// Lifecycle, from the consumer's single thread: Open() once, Write() for every flush of the
+// engine's buffer, Finalize() once after the last flush of a successful run, then
+// OnJobSucceeded() once the backend has recorded the success. A run that fails never calls
+// Finalize(), so nothing partial is published.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bizon/record_batch.h"
+#include "bizon/status.h"
+#include "bizon/value.h"
+
+namespace bizon {
+
+enum class SyncMode { kFullRefresh, kIncremental, kStream };
+std::string_view ToString(SyncMode mode);
+Result<SyncMode> ParseSyncMode(std::string_view text);
+
+/// What a destination knows about the run (the original's SyncMetadata).
+struct SyncMetadata {
+  std::string name;  // The pipeline's identity (`id`, or `name` when no id is set).
+  std::string job_id;
+  std::string source_name;
+  std::string stream_name;
+  /// How to materialise: a reset of an incremental stream is materialised as a full refresh.
+  SyncMode sync_mode = SyncMode::kFullRefresh;
+  std::string destination_name;
+  bool reset = false;
+};
+
+class Destination {
+ public:
+  virtual ~Destination() = default;
+
+  /// Prepares staging. `resume_state` is the state returned by the last Write() of this job that
+  /// the backend recorded (null for a fresh job): a destination that can, discards anything it
+  /// wrote after that point, which is what makes a resumed run exactly-once.
+  virtual Status Open(const Value& resume_state) = 0;
+
+  /// Writes `records` (each row becomes the destination record: bizon id, extracted/loaded times,
+  /// source id and timestamp, payload). Rows must be durable when it returns. The returned value
+  /// is recorded with the destination cursor and handed back to Open() on resume.
+  virtual Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) = 0;
+
+  /// Publishes what the run staged (rename, append, table swap). Must be idempotent: it may run
+  /// again after a crash between Finalize() and OnJobSucceeded().
+  virtual Status Finalize() = 0;
+
+  /// Called after the backend marked the job succeeded: removes leftovers of Finalize().
+  virtual Status OnJobSucceeded() { return Status::Ok(); }
+};
+
+}  // namespace bizon

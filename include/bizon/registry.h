@@ -1,0 +1,86 @@
+// ConnectorRegistry: the explicit list of sources and destinations the binary knows.
+//
+// main() builds one, calls each connector's RegisterX(registry) from connectors/registration.cc,
+// and passes it down. There are no static initialisers; registering a name twice is an error.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bizon/config_spec.h"
+#include "bizon/destination.h"
+#include "bizon/source.h"
+#include "bizon/status.h"
+
+namespace bizon {
+
+struct StreamSpec {
+  std::string name;
+  bool supports_incremental = false;
+  std::string description;
+};
+
+/// Everything a source factory gets: the validated `source` block with defaults filled in.
+struct SourceContext {
+  std::string pipeline_name;
+  std::string stream;
+  SyncMode sync_mode = SyncMode::kFullRefresh;
+  Value config;
+};
+
+/// Everything a destination factory gets: the validated `destination.config` block.
+struct DestinationContext {
+  SyncMetadata sync;
+  Value config;
+};
+
+using SourceFactory = std::function<Result<std::unique_ptr<Source>>(const SourceContext&)>;
+using DestinationFactory =
+    std::function<Result<std::unique_ptr<Destination>>(const DestinationContext&)>;
+
+struct SourceDescriptor {
+  std::string name;
+  std::string description;
+  std::vector<StreamSpec> streams;
+  /// The connector's own keys under `source:`, beside the common ones (name, stream, sync_mode...).
+  ConfigSpec config;
+  /// Null while the connector is declared but not yet implemented.
+  SourceFactory factory;
+};
+
+struct DestinationDescriptor {
+  std::string name;
+  std::string description;
+  /// The default `destination.alias`.
+  std::string alias;
+  /// The connector's own keys under `destination.config`, beside the buffer keys.
+  ConfigSpec config;
+  /// False for destinations that append even on a full refresh: a reset is rejected for them.
+  bool supports_reset = true;
+  DestinationFactory factory;
+};
+
+class ConnectorRegistry {
+ public:
+  Status AddSource(SourceDescriptor descriptor);
+  Status AddDestination(DestinationDescriptor descriptor);
+
+  const SourceDescriptor* FindSource(std::string_view name) const;
+  const DestinationDescriptor* FindDestination(std::string_view name) const;
+
+  /// In name order.
+  std::vector<const SourceDescriptor*> sources() const;
+  std::vector<const DestinationDescriptor*> destinations() const;
+
+ private:
+  std::map<std::string, SourceDescriptor, std::less<>> sources_;
+  std::map<std::string, DestinationDescriptor, std::less<>> destinations_;
+};
+
+/// Fills `registry` with every built-in connector (connectors/registration.cc).
+Status RegisterBuiltinConnectors(ConnectorRegistry& registry);
+
+}  // namespace bizon

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the system packages bizon needs to build and test. Idempotent: a package already
+# present is skipped, so a second run costs a dpkg query and nothing else.
+set -euo pipefail
+
+build_packages=(
+  build-essential cmake ninja-build pkg-config
+  libyaml-cpp-dev libsimdjson-dev libcurl4-openssl-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev libpq-dev librdkafka-dev librabbitmq-dev libavro-dev
+  python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
+  clang-format
+)
+test_packages=(
+  postgresql rabbitmq-server python3-venv time
+)
+
+wanted=("${build_packages[@]}")
+if [[ "${1:-}" == "--with-test-servers" ]]; then
+  wanted+=("${test_packages[@]}")
+fi
+
+missing=()
+for package in "${wanted[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,28 @@
+// One Register function per built-in connector; registration.cc calls them all, in order.
+#pragma once
+
+#include "bizon/registry.h"
+
+namespace bizon {
+
+// Sources.
+Status RegisterDummySource(ConnectorRegistry& registry);
+Status RegisterGeneratorSource(ConnectorRegistry& registry);
+Status RegisterHubspotSource(ConnectorRegistry& registry);
+Status RegisterNotionSource(ConnectorRegistry& registry);
+Status RegisterKafkaSource(ConnectorRegistry& registry);
+Status RegisterGsheetsSource(ConnectorRegistry& registry);
+Status RegisterCycleSource(ConnectorRegistry& registry);
+Status RegisterPeriscopeSource(ConnectorRegistry& registry);
+Status RegisterSanaAiSource(ConnectorRegistry& registry);
+Status RegisterPokeapiSource(ConnectorRegistry& registry);
+Status RegisterGbifSource(ConnectorRegistry& registry);
+
+// Destinations.
+Status RegisterLoggerDestination(ConnectorRegistry& registry);
+Status RegisterFileDestination(ConnectorRegistry& registry);
+Status RegisterBigqueryDestination(ConnectorRegistry& registry);
+Status RegisterBigqueryStreamingDestination(ConnectorRegistry& registry);
+Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry);
+
+}  // namespace bizon
