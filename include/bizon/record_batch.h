@@ -36,6 +36,10 @@ class RecordBatch {
         .substr(payload_offsets_[i], payload_offsets_[i + 1] - payload_offsets_[i]);
   }
   int64_t timestamp_us(size_t i) const { return timestamps_us_[i]; }
+  /// When the producer fetched the record's page (0 until SetExtractedAt()).
+  int64_t extracted_at_us(size_t i) const { return extracted_at_us_[i]; }
+  /// Stamps every record of the batch with the fetch time of its page.
+  void SetExtractedAt(int64_t micros);
   std::string_view destination_id(size_t i) const {
     return destination_ids_.empty() ? std::string_view() : std::string_view(destination_ids_[i]);
   }
@@ -59,6 +63,7 @@ class RecordBatch {
   std::string payloads_;
   std::vector<uint64_t> payload_offsets_;
   std::vector<int64_t> timestamps_us_;
+  std::vector<int64_t> extracted_at_us_;
   std::vector<std::string> destination_ids_;  // Empty, or one per record.
 };
 

@@ -5,6 +5,8 @@
 #include <ctime>
 #include <random>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace bizon {
@@ -73,7 +75,13 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
 }
 
 std::string NewUuidHex() {
+  // Reseeded in a forked child, which would otherwise repeat its parent's ids.
   thread_local std::mt19937_64 generator{std::random_device{}()};
+  thread_local pid_t seeded_for = getpid();
+  if (seeded_for != getpid()) {
+    generator.seed(std::random_device{}());
+    seeded_for = getpid();
+  }
   uint64_t high = generator();
   uint64_t low = generator();
   high = (high & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // Version 4.

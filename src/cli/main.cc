@@ -1,0 +1,35 @@
+// The `bizon` command line.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "bizon/registry.h"
+#include "cli/cli_context.h"
+#include "common/logging.h"
+
+int main(int argc, char** argv) {
+  bizon::ConnectorRegistry registry;
+  if (bizon::Status status = bizon::RegisterBuiltinConnectors(registry); !status.ok()) {
+    std::fprintf(stderr, "internal error: %s\n", status.ToString().c_str());
+    return 70;
+  }
+  bizon::ConfigureLogging("INFO").IgnoreError();  // A constant, always valid.
+
+  CLI::App app{"Bizon CLI: extract and load data with checkpoints you can trust.", "bizon"};
+  app.set_version_flag("--version", std::string("bizon ") + BIZON_VERSION);
+  app.require_subcommand(1);
+  bizon::CliContext context{registry, argv[0], 0};
+  bizon::AddRunCommand(app, context);
+  bizon::AddSourceCommand(app, context);
+  bizon::AddStreamCommand(app, context);
+  bizon::AddSecretsCommand(app, context);
+  bizon::AddConfigCommand(app, context);
+  app.add_subcommand("destination", "Destination commands (none yet).")
+      ->callback([] { std::puts("No destination subcommands yet; see `bizon --help`."); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;
+  }
+  return context.exit_code;
+}

@@ -1,0 +1,108 @@
+// `bizon run <config>`.
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "bizon/clock.h"
+#include "cli/cli_context.h"
+#include "common/logging.h"
+#include "config/pipeline_config.h"
+#include "config/references.h"
+#include "engine/pipeline.h"
+
+namespace bizon {
+namespace {
+
+struct RunArgs {
+  std::string file;
+  std::string custom_source;
+  std::string runner;
+  std::string log_level;
+  std::string env_file;
+  std::string result_json;
+  bool reset = false;
+};
+
+void WriteResult(const std::string& path, const RunOutcome& outcome, bool running) {
+  if (path.empty()) return;
+  std::string text;
+  if (running) {
+    text = fmt::format(R"({{"status": "running", "started_at": "{}"}})",
+                       FormatIsoTimestamp(outcome.started_at_us));
+  } else {
+    text = SecretMask::Global().Redact(outcome.ToJson());
+  }
+  std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << text << "\n";
+  }
+  std::rename(temp.c_str(), path.c_str());
+}
+
+void RunCommand(const RunArgs& args, CliContext& context) {
+  RunOutcome outcome;
+  outcome.started_at_us = NowMicros();
+  WriteResult(args.result_json, outcome, /*running=*/true);
+
+  LoadOptions options{.env_file = args.env_file};
+  if (!args.log_level.empty()) options.log_level = args.log_level;
+  if (!args.custom_source.empty()) options.custom_source = args.custom_source;
+  if (!args.runner.empty()) options.runner = args.runner;
+  options.reset = args.reset;
+  auto loaded = LoadPipelineConfig(args.file, context.registry, options);
+  if (!loaded) {
+    std::fprintf(stderr, "%s\n", SecretMask::Global().Redact(loaded.error().message()).c_str());
+    outcome.failure_class = FailureClass::kConfig;
+    outcome.error = "ConfigError: " + loaded.error().message();
+    outcome.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;
+    WriteResult(args.result_json, outcome, false);
+    context.exit_code = 1;
+    return;
+  }
+  PrintWarnings(*loaded);
+  ConfigureLogging(loaded->config.FindPath("engine.runner.log_level")->AsString()).IgnoreError();
+
+  RunOptions run_options{.executable = context.executable};
+  RunOutcome result = RunPipeline(*loaded, context.registry, run_options);
+  result.started_at_us = outcome.started_at_us;
+  result.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;
+  WriteResult(args.result_json, result, false);
+  if (result.success) {
+    std::puts("Pipeline finished successfully.");
+  } else {
+    std::fprintf(stderr, "Error: %s\n", result.StatusText().c_str());
+    if (!result.error.empty()) {
+      std::fprintf(stderr, "%s\n", SecretMask::Global().Redact(result.error).c_str());
+    }
+    context.exit_code = 1;
+  }
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand("run", "Run a pipeline from a YAML config.");
+  run->add_option("config", args->file, "Pipeline YAML file.")->required()->check(
+      CLI::ExistingFile);
+  run->add_option("--custom-source", args->custom_source,
+                  "Custom Python file implementing a bizon source.")
+      ->check(CLI::ExistingFile);
+  run->add_option("--runner", args->runner, "thread | process | stream (overrides the config).")
+      ->check(CLI::IsMember({"thread", "process", "stream"}));
+  run->add_option("--log-level", args->log_level,
+                  "TRACE | DEBUG | INFO | WARNING | ERROR | CRITICAL (overrides the config).")
+      ->check(CLI::IsMember({"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"},
+                            CLI::ignore_case));
+  run->add_option("--env-file", args->env_file, "Load variables from this .env file.")
+      ->check(CLI::ExistingFile);
+  run->add_option("--result-json", args->result_json, "Write the run's outcome as JSON here.");
+  run->add_flag("--reset", args->reset,
+                "Re-fetch the whole stream and replace the destination table (incremental).");
+  run->callback([args, &context] { RunCommand(*args, context); });
+}
+
+}  // namespace bizon

@@ -1,0 +1,72 @@
+#include "config/pipeline_config.h"
+
+#include <fmt/format.h>
+
+#include "config/pipeline_spec.h"
+#include "config/references.h"
+#include "config/yaml_loader.h"
+
+namespace bizon {
+
+std::string LoadedConfig::PipelineId() const {
+  const Value* id = config.Find("id");
+  if (id != nullptr && id->is_string() && !id->AsString().empty()) return id->AsString();
+  return config.GetString("name");
+}
+
+Result<Value> LoadRawConfig(const std::string& path, const LoadOptions& options) {
+  if (!options.env_file.empty()) {
+    Status loaded = LoadEnvFile(options.env_file);
+    if (!loaded.ok()) return Fail(loaded.WithFailureClass(FailureClass::kConfig));
+  } else if (std::string found = FindEnvFile(); !found.empty()) {
+    LoadEnvFile(found).IgnoreError();  // An unreadable auto-detected .env is not the user's ask.
+  }
+  BIZON_ASSIGN_OR_RETURN(Value raw, LoadYamlFile(path));
+  SubstituteLegacyEnv(raw);
+  return raw;
+}
+
+Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
+                                        const ConnectorRegistry& registry,
+                                        const LoadOptions& options) {
+  BIZON_ASSIGN_OR_RETURN(Value raw, LoadRawConfig(path, options));
+
+  // Command-line overrides, only for flags actually given.
+  if (options.log_level || options.runner) {
+    Value& runner = raw.GetOrCreateMap("engine").GetOrCreateMap("runner");
+    if (options.log_level) runner.Set("log_level", *options.log_level);
+    if (options.runner) runner.Set("type", *options.runner);
+  }
+  if (options.custom_source) raw.GetOrCreateMap("source").Set("source_file_path", *options.custom_source);
+  if (options.reset) raw.GetOrCreateMap("source").Set("reset", true);
+  if (options.stream) raw.GetOrCreateMap("source").Set("stream", *options.stream);
+
+  if (!options.skip_references) {
+    ReferenceResolver resolver(raw.Find("secrets") != nullptr ? *raw.Find("secrets") : Value());
+    Status resolved = resolver.ResolveAll(raw, path);
+    if (!resolved.ok()) return Fail(resolved.WithFailureClass(FailureClass::kConfig));
+  }
+
+  std::string custom_source_name;
+  if (const Value* file = raw.FindPath("source.source_file_path");
+      file != nullptr && file->is_string() && !file->AsString().empty()) {
+    custom_source_name = raw.FindPath("source.name") != nullptr
+                             ? raw.FindPath("source.name")->ToDisplayString()
+                             : "custom";
+  }
+  ValidationResult result = ValidateConfig(raw, PipelineSpec(registry, custom_source_name));
+  if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
+  if (result.has_errors()) {
+    return Fail(InvalidArgumentError(result.ErrorText(path)));
+  }
+  LoadedConfig loaded{.file_name = path, .raw = std::move(raw),
+                      .config = std::move(result.normalized), .warnings = {}};
+  for (Diagnostic& diagnostic : result.diagnostics) {
+    if (diagnostic.severity == Diagnostic::Severity::kWarning) {
+      loaded.warnings.push_back(std::move(diagnostic));
+    }
+  }
+  return loaded;
+}
+
+}  // namespace bizon

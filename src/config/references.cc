@@ -1,0 +1,291 @@
+#include "config/references.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace bizon {
+namespace {
+
+// `<scheme>://<path>`: scheme of lowercase letters, digits and underscores; path non-empty.
+const std::regex kReferencePattern("^([a-z0-9_]+)://([\\s\\S]+)$");
+
+std::string Trim(std::string_view text) {
+  size_t begin = 0;
+  size_t end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return std::string(text.substr(begin, end - begin));
+}
+
+class EnvProvider final : public ReferenceProvider {
+ public:
+  Result<std::string> Resolve(std::string_view path) override {
+    std::string name = Trim(path);
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) {
+      return Fail(NotFoundError(fmt::format("environment variable '{}' is not set", name)));
+    }
+    return std::string(value);
+  }
+};
+
+// Google Secret Manager is declared so configs using it validate and fail with a clear message;
+// the provider itself lands with the Google client work.
+class GsmProvider final : public ReferenceProvider {
+ public:
+  Result<std::string> Resolve(std::string_view path) override {
+    return Fail(UnimplementedError(fmt::format(
+        "cannot resolve gsm://{}: the Google Secret Manager provider is not built into this "
+        "binary yet; use env:// references meanwhile",
+        path)));
+  }
+};
+
+struct InlineToken {
+  size_t begin;
+  size_t end;  // One past the closing brace.
+  std::string inner;
+};
+
+std::vector<InlineToken> FindInlineTokens(const std::string& text) {
+  std::vector<InlineToken> tokens;
+  size_t pos = 0;
+  while ((pos = text.find("${", pos)) != std::string::npos) {
+    size_t close = text.find('}', pos + 2);
+    if (close == std::string::npos) break;  // An unclosed token is left as is.
+    tokens.push_back({pos, close + 1, Trim(std::string_view(text).substr(pos + 2, close - pos - 2))});
+    pos = close + 1;
+  }
+  return tokens;
+}
+
+bool IsKnownScheme(std::string_view scheme) { return scheme == "env" || scheme == "gsm"; }
+
+void CollectInto(const Value& node, const std::string& path, std::vector<ReferenceSite>& sites,
+                 std::vector<ReferenceSite>* malformed) {
+  if (node.is_map()) {
+    for (const auto& [key, child] : node.AsMap()) {
+      CollectInto(child, path.empty() ? key : path + "." + key, sites, malformed);
+    }
+  } else if (node.is_list()) {
+    const auto& list = node.AsList();
+    for (size_t i = 0; i < list.size(); ++i) {
+      CollectInto(list[i], fmt::format("{}[{}]", path, i), sites, malformed);
+    }
+  } else if (node.is_string()) {
+    const std::string& text = node.AsString();
+    std::smatch match;
+    if (text.find("${") != std::string::npos) {
+      for (const InlineToken& token : FindInlineTokens(text)) {
+        if (std::regex_match(token.inner, match, kReferencePattern) &&
+            IsKnownScheme(match[1].str())) {
+          sites.push_back({path, token.inner, node.mark()});
+        } else if (malformed != nullptr) {
+          malformed->push_back({path, text.substr(token.begin, token.end - token.begin),
+                                node.mark()});
+        }
+      }
+      return;
+    }
+    std::string trimmed = Trim(text);
+    if (std::regex_match(trimmed, match, kReferencePattern) && IsKnownScheme(match[1].str())) {
+      sites.push_back({path, trimmed, node.mark()});
+    }
+  }
+}
+
+}  // namespace
+
+ReferenceResolver::ReferenceResolver(const Value& secrets_block) {
+  (void)secrets_block;  // Provider defaults (secrets.gsm.project_id) reach the gsm provider later.
+  providers_.emplace("env", std::make_unique<EnvProvider>());
+  providers_.emplace("gsm", std::make_unique<GsmProvider>());
+}
+
+Result<std::string> ReferenceResolver::ResolveReference(std::string_view reference) {
+  if (auto cached = cache_.find(reference); cached != cache_.end()) return cached->second;
+  std::string text(reference);
+  std::smatch match;
+  if (!std::regex_match(text, match, kReferencePattern)) {
+    return Fail(InvalidArgumentError(fmt::format(
+        "malformed reference '{}', expected '<scheme>://<path>' such as 'env://API_TOKEN'",
+        text)));
+  }
+  auto provider = providers_.find(match[1].str());
+  if (provider == providers_.end()) {
+    return Fail(InvalidArgumentError(
+        fmt::format("unknown reference scheme '{}' in '{}'; known schemes: env, gsm",
+                    match[1].str(), text)));
+  }
+  BIZON_ASSIGN_OR_RETURN(std::string value, provider->second->Resolve(match[2].str()));
+  SecretMask::Global().Add(value);
+  cache_.emplace(text, value);
+  return value;
+}
+
+Result<std::string> ReferenceResolver::ResolveString(const std::string& text) {
+  if (text.find("${") != std::string::npos) {
+    std::string out;
+    size_t last = 0;
+    for (const InlineToken& token : FindInlineTokens(text)) {
+      std::smatch match;
+      if (!std::regex_match(token.inner, match, kReferencePattern)) {
+        return Fail(InvalidArgumentError(fmt::format(
+            "malformed reference token '{}', expected '${{<scheme>://<path>}}' such as "
+            "'${{env://API_TOKEN}}'",
+            text.substr(token.begin, token.end - token.begin))));
+      }
+      BIZON_ASSIGN_OR_RETURN(std::string value, ResolveReference(token.inner));
+      out.append(text, last, token.begin - last);
+      out.append(value);
+      last = token.end;
+    }
+    out.append(text, last);
+    return out;
+  }
+  std::string trimmed = Trim(text);
+  std::smatch match;
+  if (std::regex_match(trimmed, match, kReferencePattern) && IsKnownScheme(match[1].str())) {
+    return ResolveReference(trimmed);
+  }
+  return text;
+}
+
+Status ReferenceResolver::ResolveAll(Value& config, std::string_view file_name) {
+  struct Walker {
+    ReferenceResolver& resolver;
+    std::string_view file_name;
+    Status Walk(Value& node, const std::string& path) {
+      if (node.is_map()) {
+        for (auto& [key, child] : node.AsMap()) {
+          BIZON_RETURN_IF_ERROR(Walk(child, path.empty() ? key : path + "." + key));
+        }
+      } else if (node.is_list()) {
+        auto& list = node.AsList();
+        for (size_t i = 0; i < list.size(); ++i) {
+          BIZON_RETURN_IF_ERROR(Walk(list[i], fmt::format("{}[{}]", path, i)));
+        }
+      } else if (node.is_string()) {
+        auto resolved = resolver.ResolveString(node.AsString());
+        if (!resolved) {
+          return InvalidArgumentError(fmt::format("{}:{}: {}: failed to resolve reference: {}",
+                                                  file_name, node.mark().line, path,
+                                                  resolved.error().message()));
+        }
+        SourceMark mark = node.mark();
+        node = Value(std::move(*resolved));
+        node.set_mark(mark);
+      }
+      return Status::Ok();
+    }
+  };
+  return Walker{*this, file_name}.Walk(config, "");
+}
+
+std::vector<ReferenceSite> ReferenceResolver::Collect(const Value& config,
+                                                      std::vector<ReferenceSite>* malformed) {
+  std::vector<ReferenceSite> sites;
+  CollectInto(config, "", sites, malformed);
+  return sites;
+}
+
+Status LoadEnvFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot open env file {}", path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string trimmed = Trim(line);
+    if (trimmed.empty() || trimmed[0] == '#') continue;
+    if (trimmed.rfind("export ", 0) == 0) trimmed = Trim(trimmed.substr(7));
+    size_t eq = trimmed.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = Trim(trimmed.substr(0, eq));
+    std::string value = Trim(trimmed.substr(eq + 1));
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (!key.empty()) setenv(key.c_str(), value.c_str(), /*overwrite=*/0);
+  }
+  return Status::Ok();
+}
+
+std::string FindEnvFile() {
+  std::error_code error;
+  std::filesystem::path dir = std::filesystem::current_path(error);
+  if (error) return "";
+  while (true) {
+    std::filesystem::path candidate = dir / ".env";
+    if (std::filesystem::is_regular_file(candidate, error)) return candidate.string();
+    if (!dir.has_parent_path() || dir.parent_path() == dir) return "";
+    dir = dir.parent_path();
+  }
+}
+
+void SubstituteLegacyEnv(Value& config) {
+  if (!config.is_map()) return;
+  for (auto& [key, child] : config.AsMap()) {
+    if (child.is_map()) {
+      SubstituteLegacyEnv(child);
+    } else if (child.is_string() && child.AsString().rfind("BIZON_ENV_", 0) == 0) {
+      const char* value = std::getenv(child.AsString().c_str());
+      SourceMark mark = child.mark();
+      child = value == nullptr ? Value() : Value(std::string(value));
+      child.set_mark(mark);
+      if (value != nullptr) SecretMask::Global().Add(value);
+    }
+  }
+}
+
+std::string MaskSecret(std::string_view secret) {
+  if (secret.size() <= 8) return std::string(secret.size() == 0 ? 0 : 4, '*');
+  return std::string(secret.substr(0, 2)) + "****" + std::string(secret.substr(secret.size() - 2));
+}
+
+namespace {
+std::mutex& SecretMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+}  // namespace
+
+SecretMask& SecretMask::Global() {
+  static SecretMask mask;
+  return mask;
+}
+
+void SecretMask::Add(std::string_view secret) {
+  // Very short values would redact ordinary words; they are masked only where printed as fields.
+  if (secret.size() < 4) return;
+  std::lock_guard lock(SecretMutex());
+  if (std::find(secrets_.begin(), secrets_.end(), secret) == secrets_.end()) {
+    secrets_.emplace_back(secret);
+  }
+}
+
+std::string SecretMask::Redact(std::string_view text) const {
+  std::lock_guard lock(SecretMutex());
+  std::string out(text);
+  for (const std::string& secret : secrets_) {
+    size_t pos = 0;
+    while ((pos = out.find(secret, pos)) != std::string::npos) {
+      out.replace(pos, secret.size(), "****");
+      pos += 4;
+    }
+  }
+  return out;
+}
+
+bool SecretMask::empty() const {
+  std::lock_guard lock(SecretMutex());
+  return secrets_.empty();
+}
+
+}  // namespace bizon

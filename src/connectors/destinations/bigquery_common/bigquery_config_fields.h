@@ -1,0 +1,33 @@
+// Config options shared by the three BigQuery destinations (bigquery, bigquery_streaming,
+// bigquery_streaming_v2), declared once so their specs cannot drift apart.
+#pragma once
+
+#include <vector>
+
+#include "bizon/config_spec.h"
+
+namespace bizon {
+
+/// `project_id`, `dataset_id` and `dataset_location`: where the tables live.
+std::vector<FieldSpec> BigqueryDatasetFields();
+
+/// `time_partitioning`: a `{type, field}` block, or a bare window such as `DAY` (older form).
+/// `nullable`: whether `null` is accepted to turn partitioning off (streaming destinations only).
+FieldSpec BigqueryTimePartitioningField(bool nullable);
+
+/// `enforce_partitioning`: drop a table whose partitioning differs on a full refresh.
+FieldSpec BigqueryEnforcePartitioningField();
+
+/// `record_schemas`: the BigQuery column schema per destination id, with clustering keys.
+FieldSpec BigqueryRecordSchemasField();
+
+/// `table_prefix`: prefix of table names bizon picks itself.
+FieldSpec BigqueryTablePrefixField();
+
+/// `authentication`: an optional service-account key; Application Default Credentials otherwise.
+FieldSpec BigqueryAuthenticationField();
+
+/// `bq_max_rows_per_request`: row cap of one streaming request (streaming destinations).
+FieldSpec BigqueryMaxRowsPerRequestField();
+
+}  // namespace bizon

@@ -1,0 +1,45 @@
+#include "connectors/destinations/destination_record.h"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "bizon/clock.h"
+#include "bizon/value.h"
+
+namespace bizon {
+
+void AppendRfc3339(std::string& out, int64_t micros) {
+  int64_t seconds = micros / 1'000'000;
+  int64_t fraction = micros % 1'000'000;
+  if (fraction < 0) {
+    fraction += 1'000'000;
+    seconds -= 1;
+  }
+  std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (fraction != 0) fmt::format_to(std::back_inserter(out), ".{:06}", fraction);
+  out.append("+00:00");
+}
+
+void AppendDestinationRecord(std::string& out, const RecordBatch& batch, size_t i,
+                             int64_t loaded_at_us) {
+  out.append(R"({"bizon_id":")");
+  out.append(NewUuidHex());
+  out.append(R"(","bizon_extracted_at":")");
+  AppendRfc3339(out, batch.extracted_at_us(i));
+  out.append(R"(","bizon_loaded_at":")");
+  AppendRfc3339(out, loaded_at_us);
+  out.append(R"(","source_record_id":)");
+  AppendJsonString(out, batch.id(i));
+  out.append(R"(,"source_timestamp":")");
+  AppendRfc3339(out, batch.timestamp_us(i));
+  out.append(R"(","source_data":)");
+  AppendJsonString(out, batch.payload(i));
+  out.push_back('}');
+}
+
+}  // namespace bizon

@@ -1,0 +1,20 @@
+// The destination record every destination receives per row, rendered as one JSON object:
+// bizon_id, bizon_extracted_at, bizon_loaded_at, source_record_id, source_timestamp, source_data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bizon/record_batch.h"
+
+namespace bizon {
+
+/// RFC 3339 in UTC as the original writes it: "2024-12-05T12:00:00+00:00", with a 6-digit
+/// fraction only when it is non-zero.
+void AppendRfc3339(std::string& out, int64_t micros);
+
+/// Appends record `i` of `batch` as a destination record (no trailing newline).
+void AppendDestinationRecord(std::string& out, const RecordBatch& batch, size_t i,
+                             int64_t loaded_at_us);
+
+}  // namespace bizon

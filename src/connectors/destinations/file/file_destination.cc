@@ -1,0 +1,333 @@
+#include "connectors/destinations/file/file_destination.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include "connectors/destinations/destination_record.h"
+#include "connectors/registration.h"
+
+namespace bizon {
+namespace {
+
+Status IoError(std::string_view what, const std::string& path) {
+  return Status(StatusCode::kUnavailable,
+                fmt::format("{} {}: {}", what, path, std::strerror(errno)),
+                FailureClass::kDestination);
+}
+
+/// Opens for append, writes everything, fsyncs.
+Status AppendDurably(const std::string& path, std::string_view data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot open", path);
+  while (!data.empty()) {
+    ssize_t written = ::write(fd, data.data(), data.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      Status error = IoError("cannot write", path);
+      ::close(fd);
+      return error;
+    }
+    data.remove_prefix(static_cast<size_t>(written));
+  }
+  if (::fsync(fd) != 0) {
+    Status error = IoError("cannot fsync", path);
+    ::close(fd);
+    return error;
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+int64_t FileLength(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return 0;
+  return static_cast<int64_t>(info.st_size);
+}
+
+Status TruncateTo(const std::string& path, int64_t length) {
+  if (length == 0 && FileLength(path) == 0) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return IoError("cannot create", path);
+    ::fsync(fd);
+    ::close(fd);
+    return Status::Ok();
+  }
+  if (FileLength(path) < length) {
+    return Status(StatusCode::kDataLoss,
+                  fmt::format("{} is shorter ({} bytes) than its last committed length ({} "
+                              "bytes); it was modified outside bizon",
+                              path, FileLength(path), length),
+                  FailureClass::kDestination);
+  }
+  if (::truncate(path.c_str(), length) != 0) return IoError("cannot truncate", path);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  return Status::Ok();
+}
+
+void SyncDirectoryOf(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+/// Writes `content` to `path` atomically (temp file, fsync, rename).
+Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  std::string temp = path + ".tmp";
+  ::unlink(temp.c_str());
+  BIZON_RETURN_IF_ERROR(AppendDurably(temp, content));
+  if (::rename(temp.c_str(), path.c_str()) != 0) return IoError("cannot rename", temp);
+  SyncDirectoryOf(path);
+  return Status::Ok();
+}
+
+Status CopyAppend(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return Status::Ok();  // Nothing staged.
+  int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot open", to);
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    std::string_view chunk(buffer.data(), static_cast<size_t>(in.gcount()));
+    while (!chunk.empty()) {
+      ssize_t written = ::write(fd, chunk.data(), chunk.size());
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        Status error = IoError("cannot append to", to);
+        ::close(fd);
+        return error;
+      }
+      chunk.remove_prefix(static_cast<size_t>(written));
+    }
+  }
+  if (::fsync(fd) != 0) {
+    Status error = IoError("cannot fsync", to);
+    ::close(fd);
+    return error;
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+}  // namespace
+
+FileDestination::FileDestination(const DestinationContext& context)
+    : sync_(context.sync), unnest_(context.config.GetBool("unnest", false)) {
+  default_destination_id_ = context.config.GetString("destination_id");
+  if (default_destination_id_.empty()) {
+    default_destination_id_ = sync_.source_name + "_" + sync_.stream_name;
+  }
+  if (const Value* schemas = context.config.Find("record_schemas");
+      schemas != nullptr && schemas->is_list()) {
+    for (const Value& schema : schemas->AsList()) {
+      std::vector<Column> columns;
+      if (const Value* list = schema.Find("record_schema"); list != nullptr && list->is_list()) {
+        for (const Value& column : list->AsList()) columns.push_back({column.GetString("name")});
+      }
+      schemas_[schema.GetString("destination_id")] = std::move(columns);
+    }
+  }
+}
+
+std::string FileDestination::MainPath(std::string_view destination_id) const {
+  return std::string(destination_id) + ".json";
+}
+
+std::string FileDestination::StagingPath(std::string_view destination_id) const {
+  switch (sync_.sync_mode) {
+    case SyncMode::kFullRefresh: return std::string(destination_id) + "_temp.json";
+    case SyncMode::kIncremental: return std::string(destination_id) + "_incremental.json";
+    case SyncMode::kStream: return MainPath(destination_id);
+  }
+  return MainPath(destination_id);
+}
+
+std::string FileDestination::JournalPath(std::string_view destination_id) const {
+  return MainPath(destination_id) + ".bizon-append";
+}
+
+Value FileDestination::CurrentState() const {
+  Value files = Value::EmptyMap();
+  for (const auto& [id, length] : lengths_) files.Set(id, Value(length));
+  return Value(Value::Map{{"files", std::move(files)}});
+}
+
+Status FileDestination::Open(const Value& resume_state) {
+  const Value* files = resume_state.Find("files");
+  if (files != nullptr && files->is_map()) {
+    // A resumed job: cut every file back to what the backend has committed.
+    for (const auto& [id, length] : files->AsMap()) {
+      BIZON_RETURN_IF_ERROR(TruncateTo(StagingPath(id), length.AsInteger()));
+      lengths_[id] = length.AsInteger();
+    }
+    return Status::Ok();
+  }
+  if (sync_.sync_mode == SyncMode::kStream) {
+    lengths_[default_destination_id_] = FileLength(MainPath(default_destination_id_));
+    return Status::Ok();
+  }
+  // A fresh job: anything staged belongs to an abandoned job whose rows will be fetched again.
+  std::string journal = JournalPath(default_destination_id_);
+  if (std::filesystem::exists(journal)) {
+    spdlog::warn("File destination: removing the append journal {} left by an earlier job", journal);
+    ::unlink(journal.c_str());
+  }
+  BIZON_RETURN_IF_ERROR(TruncateTo(StagingPath(default_destination_id_), 0));
+  lengths_[default_destination_id_] = 0;
+  return Status::Ok();
+}
+
+Status FileDestination::AppendUnnested(std::string& out, std::string_view destination_id,
+                                       std::string_view payload, std::string_view record_id) {
+  auto schema = schemas_.find(destination_id);
+  if (schema == schemas_.end()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("unnest is on but record_schemas has no entry for destination_id "
+                              "'{}'",
+                              destination_id),
+                  FailureClass::kDestination);
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(payload.data(), payload.size()).get(object)) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("record {} is not a JSON object", record_id),
+                  FailureClass::kDestination);
+  }
+  if (object.size() != schema->second.size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("record {} has {} keys but the record_schema of '{}' declares {}",
+                              record_id, object.size(), destination_id, schema->second.size()),
+                  FailureClass::kDestination);
+  }
+  out.push_back('{');
+  bool first = true;
+  for (const Column& column : schema->second) {
+    simdjson::dom::element element;
+    if (object.at_key(column.name).get(element)) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("record {} has no key '{}' declared in the record_schema of '{}'",
+                                record_id, column.name, destination_id),
+                    FailureClass::kDestination);
+    }
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, column.name);
+    out.push_back(':');
+    out.append(simdjson::minify(element));
+  }
+  out.push_back('}');
+  return Status::Ok();
+}
+
+Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
+  // Group lines by target file, keeping the order of first appearance.
+  std::vector<std::pair<std::string, std::string>> outputs;
+  auto output_for = [&](std::string_view id) -> std::string& {
+    for (auto& [name, text] : outputs) {
+      if (name == id) return text;
+    }
+    outputs.emplace_back(std::string(id), std::string());
+    outputs.back().second.reserve(records.PayloadBytes() * 2 + records.size() * 240);
+    return outputs.back().second;
+  };
+  for (size_t i = 0; i < records.size(); ++i) {
+    std::string_view id = records.destination_id(i);
+    if (id.empty()) id = default_destination_id_;
+    std::string& out = output_for(id);
+    if (unnest_) {
+      BIZON_RETURN_IF_ERROR(AppendUnnested(out, id, records.payload(i), records.id(i)));
+    } else {
+      AppendDestinationRecord(out, records, i, loaded_at_us);
+    }
+    out.push_back('\n');
+  }
+  for (const auto& [id, text] : outputs) {
+    std::string path = StagingPath(id);
+    if (!lengths_.contains(id)) lengths_[id] = FileLength(path);
+    BIZON_RETURN_IF_ERROR(AppendDurably(path, text));
+    lengths_[id] += static_cast<int64_t>(text.size());
+  }
+  return CurrentState();
+}
+
+Status FileDestination::Finalize() {
+  for (const auto& [id, length] : lengths_) {
+    std::string main = MainPath(id);
+    std::string staging = StagingPath(id);
+    switch (sync_.sync_mode) {
+      case SyncMode::kFullRefresh:
+        if (std::filesystem::exists(staging)) {
+          if (::rename(staging.c_str(), main.c_str()) != 0) return IoError("cannot rename", staging);
+          SyncDirectoryOf(main);
+        } else if (!std::filesystem::exists(main)) {
+          return Status(StatusCode::kDataLoss,
+                        fmt::format("staging file {} vanished before it was published", staging),
+                        FailureClass::kDestination);
+        }
+        break;
+      case SyncMode::kIncremental: {
+        std::string journal = JournalPath(id);
+        std::ifstream existing(journal);
+        int64_t main_length = -1;
+        std::string journal_job;
+        if (existing >> main_length >> journal_job && journal_job == sync_.job_id) {
+          // A previous attempt of this job crashed during the append: redo it from the start.
+          BIZON_RETURN_IF_ERROR(TruncateTo(main, main_length));
+        } else {
+          main_length = FileLength(main);
+          BIZON_RETURN_IF_ERROR(
+              WriteFileAtomically(journal, fmt::format("{} {}\n", main_length, sync_.job_id)));
+        }
+        BIZON_RETURN_IF_ERROR(CopyAppend(staging, main));
+        break;
+      }
+      case SyncMode::kStream: break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status FileDestination::OnJobSucceeded() {
+  if (sync_.sync_mode != SyncMode::kIncremental) return Status::Ok();
+  for (const auto& [id, length] : lengths_) {
+    ::unlink(StagingPath(id).c_str());
+    ::unlink(JournalPath(id).c_str());
+  }
+  return Status::Ok();
+}
+
+Status RegisterFileDestination(ConnectorRegistry& registry) {
+  return registry.AddDestination({
+      .name = "file",
+      .description = "Local NDJSON files, published atomically.",
+      .alias = "file",
+      .config = {.fields = {{.name = "format", .type = FieldType::kEnum,
+                             .description = "Output format; json (NDJSON) is the only one.",
+                             .default_value = Value("json"), .enum_values = {"json"}}},
+                 .unknown_keys = UnknownKeys::kError},
+      .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
+        return std::make_unique<FileDestination>(context);
+      },
+  });
+}
+
+}  // namespace bizon

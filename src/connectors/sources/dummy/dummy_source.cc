@@ -1,0 +1,79 @@
+#include "connectors/sources/dummy/dummy_source.h"
+
+#include <array>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bizon/clock.h"
+#include "connectors/registration.h"
+
+namespace bizon {
+namespace {
+
+struct FakeRecord {
+  int id;
+  std::string_view creature;
+  std::string_view plant;
+  int age;
+};
+
+// The fake API's three pages; page 2 is served for any cursor other than the final one.
+constexpr std::array<std::array<FakeRecord, 2>, 3> kPages = {{
+    {{{9898, "bizon", "tree", 26}, {88787, "croco", "flower", 23}}},
+    {{{98, "froggy", "cactus", 26}, {3333, "turtle", "bamboo", 23}}},
+    {{{56565, "poulpo", "rose", 26}, {0, "", "", 0}}},
+}};
+constexpr std::array<std::string_view, 3> kNextCursor = {"vfvfvuhfefpeiduzhihxb", "final-cursor",
+                                                         ""};
+
+}  // namespace
+
+DummySource::DummySource(const SourceContext& context)
+    : stream_(context.stream),
+      sync_mode_(context.sync_mode),
+      sleep_seconds_(context.config.GetInteger("sleep", 0)) {}
+
+Result<SourceIteration> DummySource::Get(const Value& pagination) {
+  if (sleep_seconds_ > 0) std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds_));
+  std::string cursor = pagination.GetString("cursor");
+  size_t page = cursor.empty() ? 0 : (cursor == "final-cursor" ? 2 : 1);
+
+  SourceIteration iteration;
+  std::string_view next = kNextCursor[page];
+  int64_t now = NowMicros();
+  for (const FakeRecord& record : kPages[page]) {
+    if (record.id == 0) continue;
+    std::string_view name = stream_ == "plants" ? record.plant : record.creature;
+    std::string json = fmt::format(R"({{"id":{},"name":"{}","age":{}}})", record.id, name,
+                                   record.age);
+    // In stream mode the original routes page-2 records to "routed", the others to the stream.
+    std::string_view destination;
+    if (sync_mode_ == SyncMode::kStream) destination = next == "final-cursor" ? "routed" : stream_;
+    iteration.records.Add(std::to_string(record.id), json, now, destination);
+  }
+  if (!next.empty()) {
+    iteration.next_pagination = Value(Value::Map{{"cursor", Value(next)}});
+  }
+  return iteration;
+}
+
+Status RegisterDummySource(ConnectorRegistry& registry) {
+  return registry.AddSource({
+      .name = "dummy",
+      .description = "A fixed fake API for demos and tests (5 records per stream).",
+      .streams = {{.name = "creatures", .description = "Five animals."},
+                  {.name = "plants", .description = "Five plants."}},
+      .config = {.fields = {AuthenticationField({"api_key", "oauth"}, /*required=*/true),
+                            {.name = "sleep", .type = FieldType::kInteger,
+                             .description = "Seconds to wait before each fake API call.",
+                             .default_value = Value(0), .minimum = 0}},
+                 .unknown_keys = UnknownKeys::kWarn},
+      .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        return std::make_unique<DummySource>(context);
+      },
+  });
+}
+
+}  // namespace bizon

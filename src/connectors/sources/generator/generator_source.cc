@@ -1,0 +1,113 @@
+#include "connectors/sources/generator/generator_source.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bizon/clock.h"
+#include "connectors/registration.h"
+
+namespace bizon {
+
+GeneratorSource::GeneratorSource(const SourceContext& context)
+    : count_(context.config.GetInteger("count", 1000)),
+      page_size_(context.config.GetInteger("page_size", 1000)),
+      payload_bytes_(context.config.GetInteger("payload_bytes", 0)),
+      interval_us_(context.config.GetInteger("interval_ms", 1) * 1000),
+      fail_at_iteration_(context.config.GetInteger("fail_at_iteration", -1)),
+      sleep_seconds_(context.config.GetDouble("sleep", 0)),
+      start_text_(context.config.GetString("start", "2024-01-01T00:00:00Z")) {}
+
+Status GeneratorSource::Init() {
+  BIZON_ASSIGN_OR_RETURN(start_us_, ParseTimestamp(start_text_));
+  padding_.assign(static_cast<size_t>(payload_bytes_), 'x');
+  return Status::Ok();
+}
+
+Result<SourceIteration> GeneratorSource::Page(const Value& pagination, int64_t begin,
+                                              int64_t end) {
+  if (fail_at_iteration_ >= 0 && iteration_ == fail_at_iteration_) {
+    return Fail(UnavailableError(
+        fmt::format("generator asked to fail at iteration {}", fail_at_iteration_)));
+  }
+  ++iteration_;
+  if (sleep_seconds_ > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(sleep_seconds_));
+  }
+  int64_t offset = std::max(begin, pagination.GetInteger("offset", begin));
+  int64_t stop = std::min(end, offset + page_size_);
+  SourceIteration iteration;
+  iteration.records.Reserve(static_cast<size_t>(std::max<int64_t>(0, stop - offset)),
+                            static_cast<size_t>(std::max<int64_t>(0, stop - offset)) *
+                                (90 + padding_.size()));
+  int64_t now = NowMicros();
+  std::string json;
+  for (int64_t i = offset; i < stop; ++i) {
+    json.clear();
+    fmt::format_to(std::back_inserter(json),
+                   R"({{"id":{},"name":"record-{}","updated_at":"{}","value":{})", i, i,
+                   FormatIsoTimestamp(UpdatedAt(i)), (i * 7919) % 1000);
+    if (!padding_.empty()) fmt::format_to(std::back_inserter(json), R"(,"padding":"{}")", padding_);
+    json.push_back('}');
+    iteration.records.Add(std::to_string(i), json, now);
+  }
+  if (stop < end) iteration.next_pagination = Value(Value::Map{{"offset", Value(stop)}});
+  iteration.next_state = Value(Value::Map{{"max_id", Value(stop - 1)}});
+  return iteration;
+}
+
+Result<SourceIteration> GeneratorSource::Get(const Value& pagination) {
+  return Page(pagination, 0, count_);
+}
+
+Result<SourceIteration> GeneratorSource::GetRecordsAfter(const IncrementalState& state,
+                                                         const Value& pagination) {
+  // First index strictly after last_run, and one past the last index at or before run_started_at.
+  auto first_after = [&](int64_t micros) {
+    if (micros < start_us_) return int64_t{0};
+    return std::min(count_, (micros - start_us_) / interval_us_ + 1);
+  };
+  int64_t begin = first_after(state.last_run_us);
+  int64_t end = first_after(state.run_started_at_us);
+  return Page(pagination, begin, std::max(begin, end));
+}
+
+Status RegisterGeneratorSource(ConnectorRegistry& registry) {
+  return registry.AddSource({
+      .name = "generator",
+      .description = "Synthetic records for tests and benchmarks, with incremental support.",
+      .streams = {{.name = "records", .supports_incremental = true,
+                   .description = "count records {id, name, updated_at, value}."}},
+      .config = {.fields = {{.name = "count", .type = FieldType::kInteger,
+                             .description = "How many records the stream holds.",
+                             .default_value = Value(1000), .minimum = 0},
+                            {.name = "page_size", .type = FieldType::kInteger,
+                             .description = "Records per iteration.",
+                             .default_value = Value(1000), .minimum = 1},
+                            {.name = "payload_bytes", .type = FieldType::kInteger,
+                             .description = "Extra padding characters in each record.",
+                             .default_value = Value(0), .minimum = 0},
+                            {.name = "start", .type = FieldType::kString,
+                             .description = "updated_at of record 0 (UTC).",
+                             .default_value = Value("2024-01-01T00:00:00Z")},
+                            {.name = "interval_ms", .type = FieldType::kInteger,
+                             .description = "Milliseconds between consecutive updated_at values.",
+                             .default_value = Value(1), .minimum = 1},
+                            {.name = "sleep", .type = FieldType::kNumber,
+                             .description = "Seconds to wait before each page.",
+                             .default_value = Value(0), .minimum = 0},
+                            {.name = "fail_at_iteration", .type = FieldType::kInteger,
+                             .description = "Fail the fetch of this iteration (tests).",
+                             .default_value = Value(-1)}},
+                 .unknown_keys = UnknownKeys::kWarn},
+      .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        auto source = std::make_unique<GeneratorSource>(context);
+        BIZON_RETURN_IF_ERROR(source->Init());
+        return source;
+      },
+  });
+}
+
+}  // namespace bizon

@@ -1,0 +1,304 @@
+#include "engine/consumer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "bizon/clock.h"
+#include "engine/progress.h"
+
+namespace bizon {
+namespace {
+
+/// Rows waiting to be written, with the iteration range and pagination they cover.
+struct Buffer {
+  RecordBatch records;
+  int64_t from_iteration = -1;
+  int64_t to_iteration = -1;
+  Value pagination = Value::EmptyMap();
+  int64_t first_added_us = 0;
+
+  bool empty() const { return from_iteration < 0; }
+  void Clear() {
+    records.Clear();
+    from_iteration = to_iteration = -1;
+    pagination = Value::EmptyMap();
+    first_added_us = 0;
+  }
+};
+
+class Consumer {
+ public:
+  Consumer(Destination& destination, Backend& backend, const PipelineSettings& settings,
+           const JobPlan& plan)
+      : destination_(destination),
+        backend_(backend),
+        settings_(settings),
+        plan_(plan),
+        progress_(settings.key.source_name + "." + settings.key.stream_name,
+                  plan.job.total_records_to_fetch, plan.rows_already_written) {}
+
+  ConsumerResult Run(MessageSource& source, const std::atomic<bool>& stop_requested);
+
+ private:
+  bool IsRipe(int64_t now_us) const {
+    return settings_.buffer_flush_timeout_s > 0 && !buffer_.empty() &&
+           static_cast<double>(now_us - buffer_.first_added_us) / 1e6 >=
+               settings_.buffer_flush_timeout_s;
+  }
+  void Add(QueueMessage& message);
+  Status Flush();
+  Status WriteOversized(QueueMessage& message);
+  Status RecordCursor(int64_t from, int64_t to, int64_t rows, const Value& pagination,
+                      const Value& state);
+  ConsumerResult Failed(ReturnStatus status, Status error);
+
+  Destination& destination_;
+  Backend& backend_;
+  const PipelineSettings& settings_;
+  const JobPlan& plan_;
+  Buffer buffer_;
+  Progress progress_;
+  int64_t written_ = 0;
+  std::optional<Value> last_state_;
+};
+
+void Consumer::Add(QueueMessage& message) {
+  if (buffer_.empty()) {
+    buffer_.from_iteration = message.iteration;
+    buffer_.first_added_us = NowMicros();
+  }
+  buffer_.to_iteration = message.iteration;
+  buffer_.pagination = std::move(message.next_pagination);
+  if (buffer_.records.empty()) {
+    buffer_.records = std::move(message.records);
+  } else {
+    buffer_.records.AppendRange(message.records, 0, message.records.size());
+  }
+}
+
+Status Consumer::RecordCursor(int64_t from, int64_t to, int64_t rows, const Value& pagination,
+                              const Value& state) {
+  bool exhausted = pagination.is_null() || (pagination.is_map() && pagination.AsMap().empty());
+  DestinationCursor cursor{
+      .id = "",
+      .job_id = plan_.job.id,
+      .key = settings_.key,
+      .destination_name = settings_.destination_name,
+      .from_source_iteration = from,
+      .to_source_iteration = to,
+      .rows_written = rows,
+      .success = true,
+      .pagination = exhausted ? std::nullopt : std::optional<std::string>(pagination.ToJson()),
+      .destination_state =
+          state.is_null() ? std::nullopt : std::optional<std::string>(state.ToJson()),
+      .error_message = std::nullopt,
+      .created_at_us = 0};
+  return backend_.CreateDestinationCursor(cursor).WithFailureClass(FailureClass::kBackend);
+}
+
+Status Consumer::Flush() {
+  if (buffer_.empty()) return Status::Ok();
+  spdlog::debug("Writing in destination {} from source iteration {} to {}",
+                settings_.destination_name, buffer_.from_iteration, buffer_.to_iteration);
+  Result<Value> state = destination_.Write(buffer_.records, NowMicros());
+  if (!state) return state.error().WithFailureClass(FailureClass::kDestination);
+  int64_t rows = static_cast<int64_t>(buffer_.records.size());
+  BIZON_RETURN_IF_ERROR(RecordCursor(buffer_.from_iteration, buffer_.to_iteration, rows,
+                                     buffer_.pagination, *state));
+  written_ += rows;
+  progress_.Update(written_);
+  buffer_.Clear();
+  return Status::Ok();
+}
+
+Status Consumer::WriteOversized(QueueMessage& message) {
+  // Write the iteration in buffer-sized chunks, and commit one cursor once all of it is durable:
+  // a crash between chunks re-fetches the whole iteration, and the destination discards the
+  // partial chunks on resume.
+  const RecordBatch& records = message.records;
+  size_t begin = 0;
+  Value state;
+  while (begin < records.size()) {
+    RecordBatch chunk;
+    size_t bytes = 0;
+    size_t end = begin;
+    while (end < records.size() &&
+           (end == begin || bytes + records.payload(end).size() <=
+                                static_cast<size_t>(settings_.buffer_bytes))) {
+      bytes += records.payload(end).size();
+      ++end;
+    }
+    chunk.AppendRange(records, begin, end);
+    Result<Value> written = destination_.Write(chunk, NowMicros());
+    if (!written) return written.error().WithFailureClass(FailureClass::kDestination);
+    state = std::move(*written);
+    begin = end;
+  }
+  int64_t rows = static_cast<int64_t>(records.size());
+  BIZON_RETURN_IF_ERROR(RecordCursor(message.iteration, message.iteration, rows,
+                                     message.next_pagination, state));
+  written_ += rows;
+  progress_.Update(written_);
+  return Status::Ok();
+}
+
+ConsumerResult Consumer::Failed(ReturnStatus status, Status error) {
+  spdlog::error("Consumer stopped: {}", error.message());
+  progress_.Finish(false);
+  return {status, std::nullopt, std::move(error)};
+}
+
+ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& stop_requested) {
+  Status opened = destination_.Open(plan_.destination_state);
+  if (!opened.ok()) {
+    return Failed(ReturnStatus::kDestinationError,
+                  opened.WithFailureClass(FailureClass::kDestination));
+  }
+  while (true) {
+    if (stop_requested.load()) {
+      return Failed(ReturnStatus::kKilledByRunner, CancelledError("the consumer was stopped"));
+    }
+    auto next = source.Next(std::chrono::milliseconds(500));
+    if (!next) {
+      return Failed(ReturnStatus::kQueueError, next.error().WithFailureClass(FailureClass::kQueue));
+    }
+    if (!next->has_value()) {
+      if (IsRipe(NowMicros())) {
+        if (Status flushed = Flush(); !flushed.ok()) {
+          return Failed(ReturnStatus::kDestinationError, flushed);
+        }
+      }
+      continue;
+    }
+    QueueMessage& message = **next;
+    switch (message.kind) {
+      case QueueMessage::Kind::kErrorTermination: {
+        // Nothing more is written and nothing is published: the run failed upstream.
+        progress_.Finish(false);
+        ConsumerResult result;
+        result.producer_status = ParseReturnStatus(message.producer_status);
+        result.status = result.producer_status.value_or(ReturnStatus::kSourceError);
+        result.error = message.error;
+        return result;
+      }
+      case QueueMessage::Kind::kTermination: {
+        if (Status flushed = Flush(); !flushed.ok()) {
+          return Failed(flushed.failure_class() == FailureClass::kBackend
+                            ? ReturnStatus::kBackendError
+                            : ReturnStatus::kDestinationError,
+                        flushed);
+        }
+        if (!message.source_exhausted && settings_.sync_mode != SyncMode::kFullRefresh) {
+          // Stopped at max_iterations with data left: keep the job open so the next run
+          // continues from here instead of moving the watermark past unfetched records.
+          Status paused = backend_.UpdateStreamJobStatus(plan_.job.id, JobStatus::kRunning,
+                                                         std::nullopt);
+          if (!paused.ok()) return Failed(ReturnStatus::kBackendError, paused);
+          Status released = backend_.SetJobOwner(plan_.job.id, "");
+          if (!released.ok()) return Failed(ReturnStatus::kBackendError, released);
+          spdlog::info("Run capped by max_iterations; the next run continues job {}",
+                       plan_.job.id);
+          progress_.Finish(true);
+          return {};
+        }
+        if (settings_.sync_mode == SyncMode::kStream) {
+          // A bounded stream caught up: the job stays open for the next run.
+          Status released = backend_.SetJobOwner(plan_.job.id, "");
+          if (!released.ok()) return Failed(ReturnStatus::kBackendError, released);
+          progress_.Finish(true);
+          return {};
+        }
+        Status finalized = destination_.Finalize();
+        if (!finalized.ok()) {
+          return Failed(ReturnStatus::kDestinationError,
+                        finalized.WithFailureClass(FailureClass::kDestination));
+        }
+        Status completed = CompleteJob(backend_, destination_, plan_, last_state_);
+        if (!completed.ok()) {
+          return Failed(completed.failure_class() == FailureClass::kDestination
+                            ? ReturnStatus::kDestinationError
+                            : ReturnStatus::kBackendError,
+                        completed);
+        }
+        progress_.Finish(true);
+        return {};
+      }
+      case QueueMessage::Kind::kData: break;
+    }
+
+    if (message.next_state) last_state_ = message.next_state;
+    if (message.records.empty()) {
+      // Nothing to write, but the position still moves: an empty page mid-stream must not make
+      // a resume fetch it again from an older cursor.
+      if (buffer_.empty() && settings_.buffer_bytes == 0) {
+        Status recorded = RecordCursor(message.iteration, message.iteration, 0,
+                                       message.next_pagination, Value());
+        if (!recorded.ok()) return Failed(ReturnStatus::kBackendError, recorded);
+      } else if (!buffer_.empty()) {
+        buffer_.to_iteration = message.iteration;
+        buffer_.pagination = std::move(message.next_pagination);
+      }
+      continue;
+    }
+    Status status;
+    int64_t size = static_cast<int64_t>(message.records.PayloadBytes());
+    if (settings_.buffer_bytes == 0) {
+      Add(message);
+      status = Flush();
+    } else if (size > settings_.buffer_bytes) {
+      status = Flush();
+      if (status.ok()) status = WriteOversized(message);
+    } else if (IsRipe(NowMicros()) ||
+               static_cast<int64_t>(buffer_.records.PayloadBytes()) + size >
+                   settings_.buffer_bytes) {
+      status = Flush();
+      if (status.ok()) Add(message);
+    } else {
+      Add(message);
+    }
+    if (!status.ok()) {
+      return Failed(status.failure_class() == FailureClass::kBackend
+                        ? ReturnStatus::kBackendError
+                        : ReturnStatus::kDestinationError,
+                    status);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ReturnStatus> ParseReturnStatus(std::string_view text) {
+  for (ReturnStatus status :
+       {ReturnStatus::kSuccess, ReturnStatus::kRunning, ReturnStatus::kSourceError,
+        ReturnStatus::kDestinationError, ReturnStatus::kBackendError, ReturnStatus::kQueueError,
+        ReturnStatus::kTransformError, ReturnStatus::kStreamError,
+        ReturnStatus::kKilledByRunner}) {
+    if (ToString(status) == text) return status;
+  }
+  return std::nullopt;
+}
+
+Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& plan,
+                   const std::optional<Value>& last_state) {
+  std::optional<std::string> state =
+      last_state ? std::optional<std::string>(last_state->ToJson()) : plan.previous_state;
+  if (state) {
+    BIZON_RETURN_IF_ERROR(
+        backend.SetIncrementalState(plan.job.id, *state).WithFailureClass(FailureClass::kBackend));
+  }
+  BIZON_RETURN_IF_ERROR(
+      backend.UpdateStreamJobStatus(plan.job.id, JobStatus::kSucceeded, std::nullopt)
+          .WithFailureClass(FailureClass::kBackend));
+  return destination.OnJobSucceeded().WithFailureClass(FailureClass::kDestination);
+}
+
+ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
+                           const PipelineSettings& settings, const JobPlan& plan,
+                           const std::atomic<bool>& stop_requested) {
+  Consumer consumer(destination, backend, settings, plan);
+  return consumer.Run(source, stop_requested);
+}
+
+}  // namespace bizon

@@ -1,0 +1,180 @@
+#include "engine/job.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace bizon {
+namespace {
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+/// True when `owner` names a live process on this host other than ourselves.
+bool OwnerIsAlive(const std::string& owner) {
+  size_t at = owner.find('@');
+  if (at == std::string::npos) return false;
+  if (owner.substr(at + 1) != HostName()) return false;  // Another host: cannot tell; see lock.
+  pid_t pid = static_cast<pid_t>(std::strtol(owner.substr(0, at).c_str(), nullptr, 10));
+  if (pid <= 0 || pid == getpid()) return false;
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+Status Backendify(Status status) { return std::move(status).WithFailureClass(FailureClass::kBackend); }
+
+}  // namespace
+
+std::string CurrentOwner() { return fmt::format("{}@{}", getpid(), HostName()); }
+
+Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source) {
+  const StreamKey& key = settings.key;
+  std::string label = key.source_name + "." + key.stream_name;
+  auto running_or = backend.GetRunningStreamJob(key);
+  if (!running_or) return Fail(Backendify(running_or.error()));
+  std::optional<StreamJob> running = std::move(*running_or);
+
+  if (running && OwnerIsAlive(running->owner)) {
+    return Fail(Status(StatusCode::kFailedPrecondition,
+                       fmt::format("another run of pipeline '{}' ({}) is in progress, owned by "
+                                   "process {}; wait for it to finish or stop it first",
+                                   key.name, label, running->owner),
+                       FailureClass::kBackend));
+  }
+  if (running && !running->owner.empty()) {
+    spdlog::warn("Job {} for {} was left running by process {}, which is gone (killed or "
+                 "crashed); treating it as interrupted",
+                 running->id, label, running->owner);
+  }
+
+  bool resuming_reset = false;
+  if (running) {
+    auto reset = backend.GetStreamResetByJobId(running->id);
+    if (!reset) return Fail(Backendify(reset.error()));
+    resuming_reset = reset->has_value();
+  }
+
+  bool is_reset = false;
+  std::optional<StreamReset> pending;
+  if (settings.sync_mode != SyncMode::kIncremental) {
+    if (settings.reset_requested) {
+      spdlog::warn("A reset was requested but sync_mode is {}: there is no incremental state to "
+                   "reset, ignoring it",
+                   ToString(settings.sync_mode));
+    }
+  } else {
+    auto pending_or = backend.GetPendingStreamReset(key);
+    if (!pending_or) return Fail(Backendify(pending_or.error()));
+    pending = std::move(*pending_or);
+    is_reset = resuming_reset || pending.has_value() || settings.reset_requested;
+  }
+
+  bool force_create = settings.force_ignore_checkpoint || (is_reset && !resuming_reset);
+  JobPlan plan;
+  plan.is_reset = is_reset;
+  std::string owner = CurrentOwner();
+  if (running && (force_create || settings.sync_mode == SyncMode::kFullRefresh)) {
+    spdlog::info("Cancelling job {} and starting a new one: {}", running->id,
+                 settings.sync_mode == SyncMode::kFullRefresh ? "it is a full refresh"
+                                                              : "a fresh start was requested");
+    BIZON_RETURN_IF_ERROR(Backendify(
+        backend.UpdateStreamJobStatus(running->id, JobStatus::kCancelled, std::nullopt)));
+    running.reset();
+  }
+  if (running) {
+    plan.job = *running;
+    plan.resumed = true;
+    BIZON_RETURN_IF_ERROR(Backendify(backend.SetJobOwner(plan.job.id, owner)));
+    spdlog::info("Resuming job {} for {}", plan.job.id, label);
+  } else {
+    std::optional<int64_t> total;
+    if (settings.sync_mode != SyncMode::kStream) total = source.TotalRecordsCount();
+    auto created = backend.CreateStreamJob(key, ToString(settings.sync_mode), total, owner);
+    if (!created) return Fail(Backendify(created.error()));
+    plan.job = std::move(*created);
+    spdlog::info("Created job {} for {} ({})", plan.job.id, label, ToString(settings.sync_mode));
+  }
+
+  if (is_reset) {
+    auto bound = backend.GetStreamResetByJobId(plan.job.id);
+    if (!bound) return Fail(Backendify(bound.error()));
+    if (!bound->has_value()) {
+      std::string reset_id;
+      if (pending) {
+        reset_id = pending->id;
+      } else {
+        auto created = backend.CreateStreamReset(key);
+        if (!created) return Fail(Backendify(created.error()));
+        reset_id = created->id;
+      }
+      BIZON_RETURN_IF_ERROR(Backendify(backend.ConsumeStreamReset(reset_id, plan.job.id)));
+    }
+    spdlog::info("Stream reset: re-fetching the full stream, the destination will be replaced");
+  }
+  BIZON_RETURN_IF_ERROR(
+      Backendify(backend.UpdateStreamJobStatus(plan.job.id, JobStatus::kRunning, std::nullopt)));
+
+  // Where to start: after the last committed destination cursor of a resumed job.
+  if (plan.resumed) {
+    auto cursor = backend.GetLastDestinationCursor(plan.job.id);
+    if (!cursor) return Fail(Backendify(cursor.error()));
+    if (cursor->has_value()) {
+      const DestinationCursor& last = **cursor;
+      plan.start_iteration = last.to_source_iteration + 1;
+      if (!last.pagination) {
+        plan.source_exhausted = true;
+      } else {
+        auto pagination = Value::FromJson(*last.pagination);
+        if (!pagination) {
+          return Fail(Status(StatusCode::kDataLoss,
+                             fmt::format("job {}: the stored pagination of iteration {} is not "
+                                         "valid JSON",
+                                         plan.job.id, last.to_source_iteration),
+                             FailureClass::kBackend));
+        }
+        plan.start_pagination = std::move(*pagination);
+      }
+      if (last.destination_state) {
+        auto state = Value::FromJson(*last.destination_state);
+        if (state) plan.destination_state = std::move(*state);
+      }
+      auto rows = backend.GetWrittenRowCount(plan.job.id);
+      if (!rows) return Fail(Backendify(rows.error()));
+      plan.rows_already_written = *rows;
+      spdlog::info("Resuming {} from iteration {} ({} rows already written)", label,
+                   plan.start_iteration, plan.rows_already_written);
+    }
+  }
+
+  // The incremental window.
+  if (settings.sync_mode == SyncMode::kIncremental) {
+    auto last = backend.GetLastSuccessfulStreamJob(key);
+    if (!last) return Fail(Backendify(last.error()));
+    if (is_reset) {
+      plan.previous_state = "{}";
+    } else if (last->has_value()) {
+      IncrementalState window;
+      window.last_run_us = (*last)->created_at_us;
+      window.run_started_at_us = plan.job.created_at_us;
+      window.cursor_field = settings.source_config.GetString("cursor_field");
+      if ((*last)->incremental_state) {
+        plan.previous_state = (*last)->incremental_state;
+        auto state = Value::FromJson(*(*last)->incremental_state);
+        if (state) window.state = std::move(*state);
+      }
+      plan.window = std::move(window);
+    } else {
+      spdlog::info("First incremental run for {}: no previous successful job, fetching "
+                   "everything",
+                   label);
+    }
+  }
+  return plan;
+}
+
+}  // namespace bizon

@@ -1,0 +1,47 @@
+// Job lifecycle: find, resume or create the job of a run, and decide where it starts.
+//
+// This is the original's init_job with its recovery rules, plus what it lacked: a job whose owner
+// process is gone is recognised as interrupted (never as "someone else is running it"), a live
+// owner on this host blocks a second run of the same pipeline, and a resumed job whose source was
+// already exhausted goes straight to publishing instead of failing.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "bizon/backend.h"
+#include "bizon/source.h"
+#include "engine/settings.h"
+
+namespace bizon {
+
+struct JobPlan {
+  StreamJob job;
+  bool resumed = false;
+  /// A stream reset: fetch everything with Get() and materialise as a full refresh.
+  bool is_reset = false;
+  /// Where the producer starts.
+  int64_t start_iteration = 0;
+  Value start_pagination = Value::EmptyMap();
+  /// The resumed job had fetched and written everything: only finalize is left.
+  bool source_exhausted = false;
+  /// What the destination wrote up to the last committed cursor (null for a fresh start).
+  Value destination_state;
+  /// Set for incremental runs that have a previous successful run: read that window.
+  std::optional<IncrementalState> window;
+  /// The next_state of the previous successful run, kept when this run emits none.
+  std::optional<std::string> previous_state;
+  int64_t rows_already_written = 0;
+
+  /// The mode the destination materialises: a reset is written as a full refresh.
+  SyncMode MaterializationMode(SyncMode configured) const {
+    return is_reset ? SyncMode::kFullRefresh : configured;
+  }
+};
+
+/// "pid@host" for the current process.
+std::string CurrentOwner();
+
+Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source);
+
+}  // namespace bizon

@@ -1,0 +1,529 @@
+#include "engine/pipeline.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "bizon/clock.h"
+#include "engine/backend/backend_factory.h"
+#include "engine/consumer.h"
+#include "engine/job.h"
+#include "engine/producer.h"
+#include "engine/queue/memory_queue.h"
+#include "engine/run_lock.h"
+#include "engine/settings.h"
+
+namespace bizon {
+
+std::string_view ToString(ReturnStatus status) {
+  switch (status) {
+    case ReturnStatus::kSuccess: return "success";
+    case ReturnStatus::kRunning: return "running";
+    case ReturnStatus::kSourceError: return "source_error";
+    case ReturnStatus::kDestinationError: return "destination_error";
+    case ReturnStatus::kBackendError: return "backend_error";
+    case ReturnStatus::kQueueError: return "queue_error";
+    case ReturnStatus::kTransformError: return "transform_error";
+    case ReturnStatus::kStreamError: return "stream_error";
+    case ReturnStatus::kKilledByRunner: return "killed_by_runner";
+  }
+  return "unknown";
+}
+
+std::string RunOutcome::StatusText() const {
+  std::string verdict = success ? "Success" : "Failure";
+  if (stream) return fmt::format("Pipeline finished with status {} (Stream: {})", verdict,
+                                 ToString(*stream));
+  if (producer && consumer) {
+    return fmt::format("Pipeline finished with status {} (Producer: {}, Consumer: {})", verdict,
+                       ToString(*producer), ToString(*consumer));
+  }
+  return fmt::format("Pipeline finished with status {}", verdict);
+}
+
+std::string RunOutcome::ToJson() const {
+  auto status_or_null = [](const std::optional<ReturnStatus>& status) {
+    return status ? Value(ToString(*status)) : Value();
+  };
+  Value json = Value::EmptyMap();
+  json.Set("status", success ? "success" : "failure");
+  json.Set("failure_class",
+           failure_class == FailureClass::kNone ? Value() : Value(ToString(failure_class)));
+  json.Set("job_id", job_id.empty() ? Value() : Value(job_id));
+  json.Set("producer", status_or_null(producer));
+  json.Set("consumer", status_or_null(consumer));
+  json.Set("stream", status_or_null(stream));
+  json.Set("records_written", records_written);
+  json.Set("started_at", FormatIsoTimestamp(started_at_us));
+  json.Set("duration_s", duration_s);
+  json.Set("error", error.empty() ? Value() : Value(error));
+  return json.ToJson();
+}
+
+namespace {
+
+std::string_view ErrorType(const Status& status) {
+  switch (status.failure_class()) {
+    case FailureClass::kConfig: return "ConfigError";
+    case FailureClass::kSource: return "SourceError";
+    case FailureClass::kDestination: return "DestinationError";
+    case FailureClass::kBackend: return "BackendError";
+    case FailureClass::kQueue: return "QueueError";
+    case FailureClass::kTransform: return "TransformError";
+    case FailureClass::kStream: return "StreamError";
+    case FailureClass::kKilled: return "Killed";
+    case FailureClass::kNone:
+    case FailureClass::kUnknown: return "Error";
+  }
+  return "Error";
+}
+
+FailureClass ClassOf(ReturnStatus status) {
+  switch (status) {
+    case ReturnStatus::kSuccess:
+    case ReturnStatus::kRunning: return FailureClass::kNone;
+    case ReturnStatus::kSourceError: return FailureClass::kSource;
+    case ReturnStatus::kDestinationError: return FailureClass::kDestination;
+    case ReturnStatus::kBackendError: return FailureClass::kBackend;
+    case ReturnStatus::kQueueError: return FailureClass::kQueue;
+    case ReturnStatus::kTransformError: return FailureClass::kTransform;
+    case ReturnStatus::kStreamError: return FailureClass::kStream;
+    case ReturnStatus::kKilledByRunner: return FailureClass::kKilled;
+  }
+  return FailureClass::kUnknown;
+}
+
+void NoteError(RunOutcome& outcome, const Status& status) {
+  if (status.ok() || !outcome.error.empty()) return;
+  outcome.error = fmt::format("{}: {}", ErrorType(status), status.message());
+}
+
+RunOutcome EarlyFailure(FailureClass failure_class, const Status& status) {
+  RunOutcome outcome;
+  outcome.failure_class = failure_class;
+  NoteError(outcome, status.WithFailureClass(failure_class));
+  spdlog::error("{}", status.message());
+  return outcome;
+}
+
+/// The job's row after a failed run: a full refresh is over (it restarts anyway); incremental
+/// and stream jobs stay resumable from their last committed cursor.
+void RecordJobFailure(Backend& backend, const PipelineSettings& settings, const JobPlan& plan,
+                      const std::string& error) {
+  JobStatus status = settings.sync_mode == SyncMode::kFullRefresh ? JobStatus::kFailed
+                                                                  : JobStatus::kRunning;
+  backend.UpdateStreamJobStatus(plan.job.id, status, error.substr(0, 250))
+      .IgnoreError();  // The run already failed; its own error is the one to report.
+  backend.SetJobOwner(plan.job.id, "").IgnoreError();  // Same: best effort.
+}
+
+class QueueSink final : public MessageSink {
+ public:
+  explicit QueueSink(MemoryQueue& queue) : queue_(queue) {}
+  bool Push(QueueMessage message) override { return queue_.Push(std::move(message)); }
+
+ private:
+  MemoryQueue& queue_;
+};
+
+class QueueSource final : public MessageSource {
+ public:
+  explicit QueueSource(MemoryQueue& queue) : queue_(queue) {}
+  Result<std::optional<QueueMessage>> Next(std::chrono::milliseconds timeout) override {
+    return queue_.Pop(timeout);
+  }
+
+ private:
+  MemoryQueue& queue_;
+};
+
+// Process runner channel: length-prefixed encoded messages over a pipe. The pipe's capacity plus
+// one message in flight bounds memory; a full pipe blocks the producer process.
+class PipeSink final : public MessageSink {
+ public:
+  explicit PipeSink(int fd) : fd_(fd) {}
+  bool Push(QueueMessage message) override {
+    std::string bytes = EncodeMessage(message);
+    uint64_t size = bytes.size();
+    std::string frame(reinterpret_cast<const char*>(&size), sizeof(size));
+    frame += bytes;
+    std::string_view rest = frame;
+    while (!rest.empty()) {
+      ssize_t written = ::write(fd_, rest.data(), rest.size());
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        return false;
+      }
+      rest.remove_prefix(static_cast<size_t>(written));
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
+class PipeSource final : public MessageSource {
+ public:
+  explicit PipeSource(int fd) : fd_(fd) {}
+  Result<std::optional<QueueMessage>> Next(std::chrono::milliseconds timeout) override {
+    pollfd descriptor{fd_, POLLIN, 0};
+    int ready = ::poll(&descriptor, 1, static_cast<int>(timeout.count()));
+    if (ready == 0 || (ready < 0 && errno == EINTR)) return std::optional<QueueMessage>();
+    uint64_t size = 0;
+    BIZON_RETURN_IF_ERROR(ReadExactly(reinterpret_cast<char*>(&size), sizeof(size)));
+    std::string bytes(size, '\0');
+    BIZON_RETURN_IF_ERROR(ReadExactly(bytes.data(), bytes.size()));
+    BIZON_ASSIGN_OR_RETURN(QueueMessage message, DecodeMessage(bytes));
+    return std::optional<QueueMessage>(std::move(message));
+  }
+
+ private:
+  Status ReadExactly(char* out, size_t size) {
+    while (size > 0) {
+      ssize_t got = ::read(fd_, out, size);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        return Status(StatusCode::kAborted,
+                      "the producer process exited before finishing its stream",
+                      FailureClass::kSource);
+      }
+      out += got;
+      size -= static_cast<size_t>(got);
+    }
+    return Status::Ok();
+  }
+  int fd_;
+};
+
+struct RunParts {
+  const SourceDescriptor* source_descriptor = nullptr;
+  const DestinationDescriptor* destination_descriptor = nullptr;
+  SourceContext source_context;
+  DestinationContext destination_context;
+};
+
+Result<std::unique_ptr<Source>> MakeSource(const RunParts& parts) {
+  auto source = parts.source_descriptor->factory(parts.source_context);
+  if (!source) return Fail(source.error().WithFailureClass(FailureClass::kSource));
+  return source;
+}
+
+struct SidesResult {
+  ProducerResult producer;
+  ConsumerResult consumer;
+};
+
+SidesResult RunThreaded(Source& source, Destination& destination, Backend& backend,
+                        const PipelineSettings& settings, const JobPlan& plan) {
+  MemoryQueue queue(settings.queue_limits);
+  std::atomic<bool> stop{false};
+  SidesResult result;
+  std::thread producer_thread([&] {
+    auto producer_backend = OpenBackend(settings.backend_config);
+    QueueSink sink(queue);
+    if (!producer_backend) {
+      QueueMessage failed;
+      failed.kind = QueueMessage::Kind::kErrorTermination;
+      failed.error = producer_backend.error().WithFailureClass(FailureClass::kBackend);
+      failed.producer_status = std::string(ToString(ReturnStatus::kBackendError));
+      result.producer = {ReturnStatus::kBackendError, failed.error};
+      sink.Push(std::move(failed));
+      return;
+    }
+    result.producer = RunProducer(source, **producer_backend, settings, plan, sink, stop);
+  });
+  QueueSource messages(queue);
+  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop);
+  if (result.consumer.status != ReturnStatus::kSuccess) {
+    stop = true;
+    queue.Close();
+  }
+  producer_thread.join();
+  return result;
+}
+
+SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Backend& backend,
+                           const PipelineSettings& settings, const JobPlan& plan) {
+  SidesResult result;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    result.producer = {ReturnStatus::kQueueError,
+                       Status(StatusCode::kUnavailable,
+                              fmt::format("cannot create the producer pipe: {}",
+                                          std::strerror(errno)),
+                              FailureClass::kQueue)};
+    result.consumer = {ReturnStatus::kQueueError, std::nullopt, result.producer.error};
+    return result;
+  }
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child == 0) {
+    // Producer process: its own source instance and backend connection.
+    ::close(fds[0]);
+    ::signal(SIGPIPE, SIG_IGN);
+    PipeSink sink(fds[1]);
+    std::atomic<bool> stop{false};
+    auto fail = [&](ReturnStatus status, const Status& error) {
+      QueueMessage failed;
+      failed.kind = QueueMessage::Kind::kErrorTermination;
+      failed.error = error;
+      failed.producer_status = std::string(ToString(status));
+      sink.Push(std::move(failed));
+      ::_exit(static_cast<int>(status));
+    };
+    auto producer_backend = OpenBackend(settings.backend_config);
+    if (!producer_backend) fail(ReturnStatus::kBackendError, producer_backend.error());
+    auto source = MakeSource(parts);
+    if (!source) fail(ReturnStatus::kSourceError, source.error());
+    ProducerResult produced = RunProducer(**source, **producer_backend, settings, plan, sink, stop);
+    ::close(fds[1]);
+    std::fflush(nullptr);
+    ::_exit(static_cast<int>(produced.status));
+  }
+  ::close(fds[1]);
+  if (child < 0) {
+    ::close(fds[0]);
+    Status error(StatusCode::kUnavailable,
+                 fmt::format("cannot start the producer process: {}", std::strerror(errno)),
+                 FailureClass::kQueue);
+    result.producer = {ReturnStatus::kQueueError, error};
+    result.consumer = {ReturnStatus::kQueueError, std::nullopt, error};
+    return result;
+  }
+  PipeSource messages(fds[0]);
+  std::atomic<bool> stop{false};
+  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop);
+  if (result.consumer.status != ReturnStatus::kSuccess) ::kill(child, SIGTERM);
+  ::close(fds[0]);
+  int wait_status = 0;
+  while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(wait_status)) {
+    int code = WEXITSTATUS(wait_status);
+    result.producer.status = code <= static_cast<int>(ReturnStatus::kKilledByRunner)
+                                 ? static_cast<ReturnStatus>(code)
+                                 : ReturnStatus::kSourceError;
+    if (result.consumer.producer_status) result.producer.status = *result.consumer.producer_status;
+    result.producer.error = result.consumer.error;
+  } else {
+    result.producer.status = result.consumer.status == ReturnStatus::kSuccess
+                                 ? ReturnStatus::kSourceError
+                                 : ReturnStatus::kKilledByRunner;
+    int signal_number = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+    result.producer.error =
+        Status(StatusCode::kAborted,
+               fmt::format("the producer process was killed by signal {}", signal_number),
+               FailureClass::kSource);
+  }
+  return result;
+}
+
+ReturnStatus RunInline(Source& source, Destination& destination, Backend& backend,
+                       const PipelineSettings& settings, const JobPlan& plan, Status& error) {
+  Status opened = destination.Open(plan.destination_state);
+  if (!opened.ok()) {
+    error = opened.WithFailureClass(FailureClass::kDestination);
+    return ReturnStatus::kDestinationError;
+  }
+  if (plan.source_exhausted) return ReturnStatus::kSuccess;
+  int64_t iteration = plan.start_iteration;
+  Value pagination = plan.start_pagination;
+  int64_t written = 0;
+  std::string label = settings.key.source_name + "." + settings.key.stream_name;
+  while (settings.max_iterations == 0 || iteration <= settings.max_iterations) {
+    int64_t extracted_at = NowMicros();
+    auto fetched = source.Get(pagination);
+    if (!fetched) {
+      error = fetched.error().WithFailureClass(FailureClass::kSource);
+      return ReturnStatus::kSourceError;
+    }
+    bool last = fetched->IsLast();
+    fetched->records.SetExtractedAt(extracted_at);
+    Value state;
+    if (!fetched->records.empty()) {
+      auto wrote = destination.Write(fetched->records, NowMicros());
+      if (!wrote) {
+        error = wrote.error().WithFailureClass(FailureClass::kDestination);
+        return ReturnStatus::kDestinationError;
+      }
+      state = std::move(*wrote);
+    }
+    DestinationCursor cursor{
+        .job_id = plan.job.id,
+        .key = settings.key,
+        .destination_name = settings.destination_name,
+        .from_source_iteration = iteration,
+        .to_source_iteration = iteration,
+        .rows_written = static_cast<int64_t>(fetched->records.size()),
+        .success = true,
+        .pagination = last ? std::nullopt
+                           : std::optional<std::string>(fetched->next_pagination.ToJson()),
+        .destination_state =
+            state.is_null() ? std::nullopt : std::optional<std::string>(state.ToJson())};
+    Status recorded = backend.CreateDestinationCursor(cursor);
+    if (!recorded.ok()) {
+      error = recorded.WithFailureClass(FailureClass::kBackend);
+      return ReturnStatus::kBackendError;
+    }
+    Status committed = source.Commit();
+    if (!committed.ok()) {
+      error = committed.WithFailureClass(FailureClass::kSource);
+      return ReturnStatus::kSourceError;
+    }
+    written += static_cast<int64_t>(fetched->records.size());
+    if (last) {
+      spdlog::info("Stream {} caught up after {} records", label, written);
+      break;
+    }
+    if (fetched->records.empty()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    pagination = std::move(fetched->next_pagination);
+    ++iteration;
+  }
+  spdlog::info("Stream {}: wrote {} records this run", label, written);
+  return ReturnStatus::kSuccess;
+}
+
+}  // namespace
+
+RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& registry,
+                       const RunOptions& options) {
+  (void)options;
+  auto settings_or = ReadSettings(config);
+  if (!settings_or) return EarlyFailure(FailureClass::kConfig, settings_or.error());
+  const PipelineSettings& settings = *settings_or;
+
+  RunParts parts;
+  parts.source_descriptor = registry.FindSource(settings.key.source_name);
+  parts.destination_descriptor = registry.FindDestination(settings.destination_name);
+  if (parts.source_descriptor == nullptr || !parts.source_descriptor->factory) {
+    return EarlyFailure(FailureClass::kConfig,
+                        InvalidArgumentError(fmt::format(
+                            "source '{}' is declared but not implemented in this build",
+                            settings.key.source_name)));
+  }
+  if (parts.destination_descriptor == nullptr || !parts.destination_descriptor->factory) {
+    return EarlyFailure(FailureClass::kConfig,
+                        InvalidArgumentError(fmt::format(
+                            "destination '{}' is declared but not implemented in this build",
+                            settings.destination_name)));
+  }
+  if (settings.has_transforms) {
+    return EarlyFailure(FailureClass::kConfig,
+                        InvalidArgumentError("transforms need the embedded Python runtime, which "
+                                             "this build does not include yet"));
+  }
+  if (settings.sync_mode == SyncMode::kIncremental) {
+    for (const StreamSpec& stream : parts.source_descriptor->streams) {
+      if (stream.name == settings.key.stream_name && !stream.supports_incremental) {
+        return EarlyFailure(
+            FailureClass::kConfig,
+            InvalidArgumentError(fmt::format(
+                "{}: source.sync_mode: stream '{}' of source '{}' does not support incremental "
+                "sync; use full_refresh (see `bizon stream list {}`)",
+                config.file_name, settings.key.stream_name, settings.key.source_name,
+                settings.key.source_name)));
+      }
+    }
+  }
+
+  auto backend_or = OpenBackend(settings.backend_config);
+  if (!backend_or) return EarlyFailure(FailureClass::kBackend, backend_or.error());
+  Backend& backend = **backend_or;
+  std::optional<RunLock> lock;
+  if (settings.backend_config.GetString("type") == "sqlite") {
+    std::string description = DescribeBackend(settings.backend_config);
+    auto acquired = RunLock::Acquire(description.substr(description.find_last_of(' ') + 1),
+                                     settings.key);
+    if (!acquired) return EarlyFailure(FailureClass::kBackend, acquired.error());
+    lock.emplace(std::move(*acquired));
+  }
+
+  parts.source_context = {.pipeline_name = settings.key.name,
+                          .stream = settings.key.stream_name,
+                          .sync_mode = settings.sync_mode,
+                          .config = settings.source_config};
+  auto source_or = MakeSource(parts);
+  if (!source_or) return EarlyFailure(FailureClass::kSource, source_or.error());
+  Source& source = **source_or;
+  if (Status connected = source.CheckConnection(); !connected.ok()) {
+    return EarlyFailure(FailureClass::kSource,
+                        connected.WithContext("error while connecting to source"));
+  }
+
+  auto plan_or = InitJob(backend, settings, source);
+  if (!plan_or) return EarlyFailure(FailureClass::kBackend, plan_or.error());
+  const JobPlan& plan = *plan_or;
+
+  SyncMetadata sync{.name = settings.key.name,
+                    .job_id = plan.job.id,
+                    .source_name = settings.key.source_name,
+                    .stream_name = settings.key.stream_name,
+                    .sync_mode = plan.MaterializationMode(settings.sync_mode),
+                    .destination_name = settings.destination_name,
+                    .reset = plan.is_reset};
+  parts.destination_context = {.sync = sync, .config = settings.destination_config};
+  RunOutcome outcome;
+  outcome.job_id = plan.job.id;
+  auto destination_or = parts.destination_descriptor->factory(parts.destination_context);
+  if (!destination_or) {
+    RecordJobFailure(backend, settings, plan, destination_or.error().message());
+    RunOutcome failed = EarlyFailure(FailureClass::kDestination, destination_or.error());
+    failed.job_id = plan.job.id;
+    return failed;
+  }
+  Destination& destination = **destination_or;
+
+  std::string runner = settings.runner;
+  if (runner == "stream") {
+    Status error;
+    ReturnStatus status = RunInline(source, destination, backend, settings, plan, error);
+    outcome.stream = status;
+    outcome.success = status == ReturnStatus::kSuccess;
+    if (outcome.success) {
+      backend.SetJobOwner(plan.job.id, "").IgnoreError();  // Stream jobs stay running.
+    } else {
+      outcome.failure_class = ClassOf(status);
+      NoteError(outcome, error);
+      RecordJobFailure(backend, settings, plan, error.message());
+    }
+  } else {
+    SidesResult sides = runner == "process"
+                            ? RunInProcesses(parts, destination, backend, settings, plan)
+                            : RunThreaded(source, destination, backend, settings, plan);
+    outcome.producer = sides.producer.status;
+    outcome.consumer = sides.consumer.status;
+    outcome.success = sides.producer.status == ReturnStatus::kSuccess &&
+                      sides.consumer.status == ReturnStatus::kSuccess;
+    if (!outcome.success) {
+      // The real error wins over "killed": a stopped producer beside a failed consumer is the
+      // consumer's failure.
+      ReturnStatus blamed = sides.consumer.status;
+      if (blamed == ReturnStatus::kSuccess || blamed == ReturnStatus::kKilledByRunner) {
+        blamed = sides.producer.status;
+      }
+      outcome.failure_class = ClassOf(blamed);
+      NoteError(outcome, sides.producer.status != ReturnStatus::kSuccess &&
+                                 sides.producer.status != ReturnStatus::kKilledByRunner
+                             ? sides.producer.error
+                             : sides.consumer.error);
+      NoteError(outcome, sides.consumer.error);
+      RecordJobFailure(backend, settings, plan, outcome.error);
+    }
+  }
+  auto written = backend.GetWrittenRowCount(plan.job.id);
+  if (written) outcome.records_written = *written;
+  if (!outcome.success) spdlog::error("{}", outcome.StatusText());
+  return outcome;
+}
+
+}  // namespace bizon

@@ -1,0 +1,107 @@
+#include "engine/producer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "bizon/clock.h"
+
+namespace bizon {
+namespace {
+
+ProducerResult FailWith(MessageSink& sink, int64_t iteration, ReturnStatus status, Status error) {
+  QueueMessage message;
+  message.kind = QueueMessage::Kind::kErrorTermination;
+  message.iteration = iteration;
+  message.error = error;
+  message.producer_status = std::string(ToString(status));
+  sink.Push(std::move(message));  // If the consumer is gone there is nobody left to tell.
+  return {status, std::move(error)};
+}
+
+}  // namespace
+
+ProducerResult RunProducer(Source& source, Backend& backend, const PipelineSettings& settings,
+                           const JobPlan& plan, MessageSink& sink,
+                           const std::atomic<bool>& stop_requested) {
+  const std::string label = settings.key.source_name + "." + settings.key.stream_name;
+  int64_t iteration = plan.start_iteration;
+  Value pagination = plan.start_pagination;
+  int64_t rows_fetched = plan.rows_already_written;
+  bool use_window = plan.window.has_value() && !plan.is_reset;
+
+  if (plan.source_exhausted) {
+    QueueMessage done;
+    done.kind = QueueMessage::Kind::kTermination;
+    done.iteration = iteration;
+    sink.Push(std::move(done));
+    return {};
+  }
+
+  while (true) {
+    if (stop_requested.load()) {
+      return {ReturnStatus::kKilledByRunner, CancelledError("the producer was asked to stop")};
+    }
+    if (settings.max_iterations > 0 && iteration > settings.max_iterations) {
+      spdlog::info("Max iteration of {} reached for {}, stopping the run here",
+                   settings.max_iterations, label);
+      QueueMessage capped;
+      capped.kind = QueueMessage::Kind::kTermination;
+      capped.iteration = iteration;
+      capped.source_exhausted = false;
+      capped.next_pagination = pagination;
+      sink.Push(std::move(capped));
+      return {};
+    }
+    if (iteration % settings.sync_cursor_every == 0) {
+      Status written = backend.CreateSourceCursor({.job_id = plan.job.id,
+                                                   .key = settings.key,
+                                                   .iteration = iteration,
+                                                   .rows_fetched = rows_fetched,
+                                                   .next_pagination = pagination.ToJson()});
+      if (!written.ok()) {
+        return FailWith(sink, iteration, ReturnStatus::kBackendError,
+                        written.WithFailureClass(FailureClass::kBackend));
+      }
+    }
+    int64_t extracted_at = NowMicros();
+    Result<SourceIteration> fetched =
+        use_window ? source.GetRecordsAfter(*plan.window, pagination) : source.Get(pagination);
+    if (!fetched) {
+      Status error = fetched.error().WithFailureClass(FailureClass::kSource).WithContext(
+          fmt::format("{} iteration {}", label, iteration));
+      spdlog::error("Source {} failed at iteration {}: {}", label, iteration,
+                    fetched.error().message());
+      return FailWith(sink, iteration, ReturnStatus::kSourceError, std::move(error));
+    }
+    SourceIteration& page = *fetched;
+    bool last = page.IsLast();
+    rows_fetched += static_cast<int64_t>(page.records.size());
+    spdlog::debug("Source: {} - Iteration {} - Fetched: {}", label, iteration,
+                  page.records.size());
+
+    QueueMessage message;
+    message.kind = QueueMessage::Kind::kData;
+    message.iteration = iteration;
+    message.extracted_at_us = extracted_at;
+    page.records.SetExtractedAt(extracted_at);
+    message.records = std::move(page.records);
+    message.next_pagination = last ? Value::EmptyMap() : page.next_pagination;
+    message.next_state = std::move(page.next_state);
+    if (!sink.Push(std::move(message))) {
+      return {ReturnStatus::kKilledByRunner, CancelledError("the consumer stopped")};
+    }
+    if (last) {
+      QueueMessage done;
+      done.kind = QueueMessage::Kind::kTermination;
+      done.iteration = iteration + 1;
+      sink.Push(std::move(done));
+      spdlog::info("Source {} exhausted after {} iterations, {} records", label, iteration + 1,
+                   rows_fetched);
+      return {};
+    }
+    pagination = std::move(page.next_pagination);
+    ++iteration;
+  }
+}
+
+}  // namespace bizon

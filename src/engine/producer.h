@@ -1,0 +1,36 @@
+// The producer: pulls iterations from the source and pushes them to a MessageSink.
+//
+// Runs on its own thread (thread runner) or process (process runner), with its own Backend
+// connection. It always ends by pushing a termination: normal when the source is exhausted or
+// max_iterations is reached, an error termination carrying the failure otherwise, so the
+// consumer never publishes a partial run and never waits for ever.
+#pragma once
+
+#include <atomic>
+
+#include "bizon/backend.h"
+#include "bizon/source.h"
+#include "engine/job.h"
+#include "engine/pipeline.h"
+#include "engine/queue/queue_message.h"
+#include "engine/settings.h"
+
+namespace bizon {
+
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  /// Blocks while the channel is full; false when the consumer side is gone.
+  virtual bool Push(QueueMessage message) = 0;
+};
+
+struct ProducerResult {
+  ReturnStatus status = ReturnStatus::kSuccess;
+  Status error;
+};
+
+ProducerResult RunProducer(Source& source, Backend& backend, const PipelineSettings& settings,
+                           const JobPlan& plan, MessageSink& sink,
+                           const std::atomic<bool>& stop_requested);
+
+}  // namespace bizon

@@ -1,0 +1,55 @@
+// The in-process queue (`python_queue` in configs): bounded by records, bytes and iterations.
+//
+// Thread-safe: one producer thread pushes, one consumer thread pops. Push blocks while the queue
+// is full; Close() wakes both sides, so a failure on one side stops the other promptly.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "engine/queue/queue_message.h"
+
+namespace bizon {
+
+struct QueueLimits {
+  int64_t max_records = 1'000'000;  // max_nb_messages: records, as the original counts them.
+  int64_t max_bytes = 0;            // 0: unbounded.
+  int64_t max_iterations = 0;       // queue.max_size; 0: unbounded.
+};
+
+class MemoryQueue {
+ public:
+  explicit MemoryQueue(QueueLimits limits) : limits_(limits) {}
+
+  /// Waits for room, then enqueues. Returns false when the queue was closed. A message is always
+  /// accepted into an empty queue, so one iteration larger than the limits still moves.
+  bool Push(QueueMessage message);
+
+  /// Waits up to `timeout` for a message; nullopt on timeout or when closed and drained.
+  std::optional<QueueMessage> Pop(std::chrono::milliseconds timeout);
+
+  /// Stops both sides: pending and future pushes return false, pops return what is left.
+  void Close();
+  bool closed() const;
+
+  /// Times the producer waited because the queue was full (for logs).
+  int64_t full_waits() const;
+
+ private:
+  bool HasRoom(const QueueMessage& message) const;
+
+  QueueLimits limits_;
+  mutable std::mutex mutex_;
+  std::condition_variable not_full_;
+  std::condition_variable not_empty_;
+  std::deque<QueueMessage> messages_;
+  int64_t queued_records_ = 0;
+  int64_t queued_bytes_ = 0;
+  int64_t full_waits_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace bizon

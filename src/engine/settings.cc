@@ -1,0 +1,44 @@
+#include "engine/settings.h"
+
+namespace bizon {
+
+Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
+  const Value& config = loaded.config;
+  PipelineSettings settings;
+  settings.source_config = *config.Find("source");
+  settings.destination_config = *config.FindPath("destination.config");
+  settings.backend_config = *config.FindPath("engine.backend");
+  settings.pipeline_name = config.GetString("name");
+  settings.key = {loaded.PipelineId(), settings.source_config.GetString("name"),
+                  settings.source_config.GetString("stream")};
+  settings.destination_name = config.FindPath("destination.name")->AsString();
+  BIZON_ASSIGN_OR_RETURN(settings.sync_mode,
+                         ParseSyncMode(settings.source_config.GetString("sync_mode")));
+  settings.reset_requested = settings.source_config.GetBool("reset");
+  settings.force_ignore_checkpoint = settings.source_config.GetBool("force_ignore_checkpoint");
+  settings.max_iterations = settings.source_config.GetInteger("max_iterations", 0);
+  settings.sync_cursor_every =
+      std::max<int64_t>(1, settings.backend_config.Find("config") != nullptr
+                               ? settings.backend_config.Find("config")->GetInteger(
+                                     "syncCursorInDBEvery", 10)
+                               : 10);
+  settings.runner = config.FindPath("engine.runner.type")->AsString();
+
+  const Value* queue_config = config.FindPath("engine.queue.config");
+  if (queue_config != nullptr && queue_config->is_map()) {
+    settings.queue_limits.max_records = queue_config->GetInteger("max_nb_messages", 1'000'000);
+    settings.queue_limits.max_bytes = queue_config->GetInteger("max_bytes", 0);
+    if (const Value* queue = queue_config->Find("queue")) {
+      settings.queue_limits.max_iterations = queue->GetInteger("max_size", 0);
+    }
+  }
+  settings.buffer_bytes =
+      static_cast<int64_t>(settings.destination_config.GetDouble("buffer_size", 50) * 1024 * 1024);
+  settings.buffer_flush_timeout_s = settings.destination_config.GetDouble("buffer_flush_timeout", 600);
+  const Value* transforms = config.Find("transforms");
+  settings.has_transforms = transforms != nullptr && transforms->is_list() &&
+                            !transforms->AsList().empty();
+  return settings;
+}
+
+}  // namespace bizon
