@@ -7,6 +7,7 @@
 #include "config/json_schema.h"
 #include "config/pipeline_config.h"
 #include "config/pipeline_spec.h"
+#include "config/reference_docs.h"
 
 namespace bizon {
 
@@ -78,6 +79,9 @@ void AddConfigCommand(CLI::App& app, CliContext& context) {
   schema->callback([&context] {
     std::puts(ToJsonSchema(PipelineSpec(context.registry)).ToJson().c_str());
   });
+
+  config->add_subcommand("docs", "Print the Markdown reference of every declared option.")
+      ->callback([&context] { std::fputs(RenderConfigReference(context.registry).c_str(), stdout); });
 }
 
 }  // namespace bizon

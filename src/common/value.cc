@@ -179,14 +179,16 @@ Value FromElement(simdjson::dom::element element) {
   switch (element.type()) {
     case simdjson::dom::element_type::OBJECT: {
       Value::Map map;
-      for (auto field : element.get_object().value_unsafe()) {
+      simdjson::dom::object object = element.get_object().value_unsafe();
+      for (auto field : object) {
         map.emplace_back(std::string(field.key), FromElement(field.value));
       }
       return Value(std::move(map));
     }
     case simdjson::dom::element_type::ARRAY: {
       Value::List list;
-      for (auto item : element.get_array().value_unsafe()) list.push_back(FromElement(item));
+      simdjson::dom::array array = element.get_array().value_unsafe();
+      for (auto item : array) list.push_back(FromElement(item));
       return Value(std::move(list));
     }
     case simdjson::dom::element_type::STRING:

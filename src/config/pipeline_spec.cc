@@ -101,7 +101,8 @@ VariantSpec AuthVariant(const std::string& type) {
     params = CookieParams();
     description = "Session cookies.";
   }
-  return {.tag = type,
+  VariantSpec variant{
+          .tag = type,
           .description = description,
           .fields = {{.name = "type", .type = FieldType::kString, .required = true},
                      {.name = "params", .type = FieldType::kObject,
@@ -109,6 +110,11 @@ VariantSpec AuthVariant(const std::string& type) {
                       .fields = std::move(params)}},
           // Connectors read extra keys beside params (kafka's schema registry settings).
           .unknown_keys = UnknownKeys::kWarn};
+  if (type == "api_key" || type == "bearer") {
+    // The seed README's shorthand: `api_key: ...` beside `type`, instead of params.token.
+    variant.fields.push_back(Secret("api_key", "Shorthand for params.token.", false));
+  }
+  return variant;
 }
 
 void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& variant) {

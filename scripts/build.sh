@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds one CMake preset (dev or release). Incremental: a second run with
+# nothing changed takes a second.
+set -euo pipefail
+preset="${1:-release}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+if [[ ! -f "build/$preset/build.ninja" ]]; then
+  cmake --preset "$preset" >/dev/null
+fi
+cmake --build --preset "$preset"

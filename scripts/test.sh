@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The README's second command (and CI's): installs everything, builds the dev preset (ASan and
+# UBSan), starts the servers the tests need on loopback, and runs every test: GoogleTest through
+# ctest, then the pytest end-to-end suite against the real binary.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/install-deps.sh --with-test-servers
+scripts/build.sh dev
+scripts/python-env.sh
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+status=0
+ctest --preset dev || status=$?
+BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" \
+  || status=$?
+exit $status

@@ -1,0 +1,58 @@
+"""Shared fixtures for the end-to-end tests: they run the real `bizon` binary."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def bizon_bin() -> Path:
+    path = Path(os.environ.get("BIZON_BIN", ROOT / "build" / "dev" / "bizon")).resolve()
+    if not path.exists():
+        pytest.fail(f"bizon binary not found at {path}; build it with scripts/build.sh dev")
+    return path
+
+
+class Bizon:
+    """Runs bizon in a working directory of its own."""
+
+    def __init__(self, binary: Path, cwd: Path):
+        self.binary = binary
+        self.cwd = cwd
+
+    def run(self, *args, env=None, timeout=120, check=None):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        result = subprocess.run(
+            [str(self.binary), *map(str, args)],
+            cwd=self.cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check is not None:
+            assert result.returncode == check, (
+                f"exit {result.returncode}, expected {check}\nstdout:\n{result.stdout}\n"
+                f"stderr:\n{result.stderr}"
+            )
+        return result
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.cwd / name
+        path.write_text(text)
+        return path
+
+    def read_ndjson(self, name: str):
+        path = self.cwd / name
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def bizon(bizon_bin, tmp_path) -> Bizon:
+    return Bizon(bizon_bin, tmp_path)
