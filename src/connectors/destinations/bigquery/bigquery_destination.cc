@@ -6,11 +6,6 @@
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/registration.h"
 
-// GCC 12 reports every member a designated initializer leaves to its default
-// (-Wmissing-field-initializers, part of -Wextra). Leaving them to their defaults is what keeps
-// the declarations below readable as a table, so the warning is silenced for this file only.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace bizon {
 namespace {
 
