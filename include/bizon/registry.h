@@ -45,6 +45,10 @@ struct SourceDescriptor {
   std::string name;
   std::string description;
   std::vector<StreamSpec> streams;
+  /// True when stream names come from the pipeline's own config (rest_api endpoints): any
+  /// non-empty `source.stream` is accepted and the connector checks it; `streams` then lists
+  /// examples only.
+  bool streams_from_config = false;
   /// The connector's own keys under `source:`, beside the common ones (name, stream, sync_mode...).
   ConfigSpec config;
   /// Null while the connector is declared but not yet implemented.

@@ -8,12 +8,14 @@
 #include "config/pipeline_config.h"
 #include "config/pipeline_spec.h"
 #include "config/reference_docs.h"
+#include "config/references.h"
 
 namespace bizon {
 
 void PrintWarnings(const LoadedConfig& config) {
   for (const Diagnostic& warning : config.warnings) {
-    std::fprintf(stderr, "warning: %s\n", warning.Format(config.file_name).c_str());
+    std::fprintf(stderr, "warning: %s\n",
+                 SecretMask::Global().Redact(warning.Format(config.file_name)).c_str());
   }
 }
 
@@ -28,7 +30,7 @@ struct ValidateArgs {
 
 void PrintErrors(const Status& status) {
   // One error per line, each already "file:line: path: message".
-  std::string message = status.message();
+  std::string message = SecretMask::Global().Redact(status.message());
   size_t start = 0;
   while (start <= message.size()) {
     size_t end = message.find('\n', start);

@@ -5,6 +5,7 @@
 
 #include "cli/cli_context.h"
 #include "config/pipeline_config.h"
+#include "config/references.h"
 #include "engine/backend/backend_factory.h"
 
 namespace bizon {
@@ -22,7 +23,8 @@ void RunReset(const ResetArgs& args, CliContext& context) {
   if (!args.stream.empty()) options.stream = args.stream;
   auto loaded = LoadPipelineConfig(args.file, context.registry, options);
   if (!loaded) {
-    std::fprintf(stderr, "error: %s\n", loaded.error().message().c_str());
+    std::fprintf(stderr, "error: %s\n",
+                 SecretMask::Global().Redact(loaded.error().message()).c_str());
     context.exit_code = 1;
     return;
   }

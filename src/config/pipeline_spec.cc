@@ -122,7 +122,7 @@ void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& varian
   std::vector<std::string> stream_names;
   for (const StreamSpec& stream : descriptor.streams) stream_names.push_back(stream.name);
   for (FieldSpec& field : fields) {
-    if (field.name == "stream") {
+    if (field.name == "stream" && !descriptor.streams_from_config) {
       field.type = FieldType::kEnum;
       field.enum_values = stream_names;
     }

@@ -37,7 +37,8 @@ class Consumer {
         settings_(settings),
         plan_(plan),
         progress_(settings.key.source_name + "." + settings.key.stream_name,
-                  plan.job.total_records_to_fetch, plan.rows_already_written) {}
+                  plan.job.total_records_to_fetch, plan.rows_already_written),
+        destination_state_(plan.destination_state) {}
 
   ConsumerResult Run(MessageSource& source, const std::atomic<bool>& stop_requested);
 
@@ -62,6 +63,10 @@ class Consumer {
   Progress progress_;
   int64_t written_ = 0;
   std::optional<Value> last_state_;
+  /// What the destination's last durable Write() returned (the resumed job's, before any).
+  /// Every cursor carries it, including those of empty pages, because a resume hands the last
+  /// cursor's state to Open(): a cursor without it would make Open() discard committed rows.
+  Value destination_state_;
 };
 
 void Consumer::Add(QueueMessage& message) {
@@ -105,8 +110,9 @@ Status Consumer::Flush() {
   Result<Value> state = destination_.Write(buffer_.records, NowMicros());
   if (!state) return state.error().WithFailureClass(FailureClass::kDestination);
   int64_t rows = static_cast<int64_t>(buffer_.records.size());
+  destination_state_ = std::move(*state);
   BIZON_RETURN_IF_ERROR(RecordCursor(buffer_.from_iteration, buffer_.to_iteration, rows,
-                                     buffer_.pagination, *state));
+                                     buffer_.pagination, destination_state_));
   written_ += rows;
   progress_.Update(written_);
   buffer_.Clear();
@@ -137,8 +143,9 @@ Status Consumer::WriteOversized(QueueMessage& message) {
     begin = end;
   }
   int64_t rows = static_cast<int64_t>(records.size());
+  destination_state_ = std::move(state);
   BIZON_RETURN_IF_ERROR(RecordCursor(message.iteration, message.iteration, rows,
-                                     message.next_pagination, state));
+                                     message.next_pagination, destination_state_));
   written_ += rows;
   progress_.Update(written_);
   return Status::Ok();
@@ -234,7 +241,7 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
       // a resume fetch it again from an older cursor.
       if (buffer_.empty() && settings_.buffer_bytes == 0) {
         Status recorded = RecordCursor(message.iteration, message.iteration, 0,
-                                       message.next_pagination, Value());
+                                       message.next_pagination, destination_state_);
         if (!recorded.ok()) return Failed(ReturnStatus::kBackendError, recorded);
       } else if (!buffer_.empty()) {
         buffer_.to_iteration = message.iteration;

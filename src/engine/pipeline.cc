@@ -339,8 +339,13 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   int64_t iteration = plan.start_iteration;
   Value pagination = plan.start_pagination;
   int64_t written = 0;
+  // Carried into every cursor, empty pages included: a resume hands the last cursor's state to
+  // Open(), and a cursor without one would make it discard committed rows.
+  Value state = plan.destination_state;
   std::string label = settings.key.source_name + "." + settings.key.stream_name;
-  while (settings.max_iterations == 0 || iteration <= settings.max_iterations) {
+  // As in the producer, max_iterations caps this run (iterations 0..N), not the job.
+  while (settings.max_iterations == 0 ||
+         iteration - plan.start_iteration <= settings.max_iterations) {
     int64_t extracted_at = NowMicros();
     auto fetched = source.Get(pagination);
     if (!fetched) {
@@ -349,7 +354,6 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
     }
     bool last = fetched->IsLast();
     fetched->records.SetExtractedAt(extracted_at);
-    Value state;
     if (!fetched->records.empty()) {
       auto wrote = destination.Write(fetched->records, NowMicros());
       if (!wrote) {

@@ -41,7 +41,9 @@ ProducerResult RunProducer(Source& source, Backend& backend, const PipelineSetti
     if (stop_requested.load()) {
       return {ReturnStatus::kKilledByRunner, CancelledError("the producer was asked to stop")};
     }
-    if (settings.max_iterations > 0 && iteration > settings.max_iterations) {
+    // The cap counts this run's iterations (0..N, N+1 in all, as the original), not the job's:
+    // a resumed job already past N must still make progress.
+    if (settings.max_iterations > 0 && iteration - plan.start_iteration > settings.max_iterations) {
       spdlog::info("Max iteration of {} reached for {}, stopping the run here",
                    settings.max_iterations, label);
       QueueMessage capped;

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -164,6 +166,32 @@ std::string FileDestination::JournalPath(std::string_view destination_id) const 
   return MainPath(destination_id) + ".bizon-append";
 }
 
+std::string FileDestination::ManifestPath() const {
+  return MainPath(default_destination_id_) + ".bizon-job";
+}
+
+Status FileDestination::SaveManifest() const {
+  Value files = Value::EmptyMap();
+  for (const auto& [id, start] : starts_) files.Set(id, Value(start));
+  Value manifest(Value::Map{{"job_id", Value(sync_.job_id)},
+                            {"published", Value(published_)},
+                            {"files", std::move(files)}});
+  return WriteFileAtomically(ManifestPath(), manifest.ToJson() + "\n");
+}
+
+Status FileDestination::Track(const std::string& destination_id) {
+  bool staged = sync_.sync_mode != SyncMode::kStream;
+  int64_t start = staged ? 0 : FileLength(MainPath(destination_id));
+  starts_[destination_id] = start;
+  BIZON_RETURN_IF_ERROR(SaveManifest());
+  if (staged) {
+    BIZON_RETURN_IF_ERROR(TruncateTo(StagingPath(destination_id), 0));
+    SyncDirectoryOf(StagingPath(destination_id));  // The new file's entry must survive too.
+  }
+  lengths_[destination_id] = start;
+  return Status::Ok();
+}
+
 Value FileDestination::CurrentState() const {
   Value files = Value::EmptyMap();
   for (const auto& [id, length] : lengths_) files.Set(id, Value(length));
@@ -171,18 +199,45 @@ Value FileDestination::CurrentState() const {
 }
 
 Status FileDestination::Open(const Value& resume_state) {
-  const Value* files = resume_state.Find("files");
-  if (files != nullptr && files->is_map()) {
-    // A resumed job: cut every file back to what the backend has committed.
-    for (const auto& [id, length] : files->AsMap()) {
-      BIZON_RETURN_IF_ERROR(TruncateTo(StagingPath(id), length.AsInteger()));
-      lengths_[id] = length.AsInteger();
+  std::optional<Value> manifest;
+  if (std::ifstream in(ManifestPath()); in) {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto parsed = Value::FromJson(text);
+    if (parsed && parsed->is_map()) {
+      manifest = std::move(*parsed);
+    } else {
+      spdlog::warn("File destination: ignoring the unreadable job manifest {}", ManifestPath());
     }
-    return Status::Ok();
   }
-  if (sync_.sync_mode == SyncMode::kStream) {
-    lengths_[default_destination_id_] = FileLength(MainPath(default_destination_id_));
-    return Status::Ok();
+  const Value* committed = resume_state.Find("files");
+  bool own_manifest = manifest && manifest->GetString("job_id") == sync_.job_id;
+  if (own_manifest || (committed != nullptr && committed->is_map())) {
+    // A resumed job: every file goes back to its committed length, and a file first touched
+    // after the last commit back to the length this job found it at.
+    if (own_manifest) {
+      published_ = manifest->GetBool("published");
+      if (const Value* files = manifest->Find("files"); files != nullptr && files->is_map()) {
+        for (const auto& [id, start] : files->AsMap()) starts_[id] = start.AsInteger();
+      }
+    }
+    if (committed != nullptr && committed->is_map()) {
+      for (const auto& [id, length] : committed->AsMap()) {
+        // Without its own manifest (removed by hand), the cursor is all there is to go by.
+        if (!starts_.contains(id)) starts_[id] = length.AsInteger();
+      }
+    }
+    for (const auto& [id, start] : starts_) {
+      const Value* length = committed != nullptr ? committed->Find(id) : nullptr;
+      int64_t target = length != nullptr ? length->AsInteger() : start;
+      lengths_[id] = target;
+      std::string staging = StagingPath(id);
+      if (published_ && sync_.sync_mode == SyncMode::kFullRefresh &&
+          !std::filesystem::exists(staging)) {
+        continue;  // Finalize() already renamed it over the main file.
+      }
+      BIZON_RETURN_IF_ERROR(TruncateTo(staging, target));
+    }
+    return own_manifest ? Status::Ok() : SaveManifest();
   }
   // A fresh job: anything staged belongs to an abandoned job whose rows will be fetched again.
   std::string journal = JournalPath(default_destination_id_);
@@ -190,9 +245,7 @@ Status FileDestination::Open(const Value& resume_state) {
     spdlog::warn("File destination: removing the append journal {} left by an earlier job", journal);
     ::unlink(journal.c_str());
   }
-  BIZON_RETURN_IF_ERROR(TruncateTo(StagingPath(default_destination_id_), 0));
-  lengths_[default_destination_id_] = 0;
-  return Status::Ok();
+  return Track(default_destination_id_);
 }
 
 Status FileDestination::AppendUnnested(std::string& out, std::string_view destination_id,
@@ -261,15 +314,19 @@ Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_
     out.push_back('\n');
   }
   for (const auto& [id, text] : outputs) {
-    std::string path = StagingPath(id);
-    if (!lengths_.contains(id)) lengths_[id] = FileLength(path);
-    BIZON_RETURN_IF_ERROR(AppendDurably(path, text));
+    if (!lengths_.contains(id)) BIZON_RETURN_IF_ERROR(Track(id));
+    BIZON_RETURN_IF_ERROR(AppendDurably(StagingPath(id), text));
     lengths_[id] += static_cast<int64_t>(text.size());
   }
   return CurrentState();
 }
 
 Status FileDestination::Finalize() {
+  if (sync_.sync_mode == SyncMode::kFullRefresh && !published_) {
+    // Recorded before the first rename: a resume after it must not expect the staging files.
+    published_ = true;
+    BIZON_RETURN_IF_ERROR(SaveManifest());
+  }
   for (const auto& [id, length] : lengths_) {
     std::string main = MainPath(id);
     std::string staging = StagingPath(id);
@@ -307,11 +364,14 @@ Status FileDestination::Finalize() {
 }
 
 Status FileDestination::OnJobSucceeded() {
-  if (sync_.sync_mode != SyncMode::kIncremental) return Status::Ok();
-  for (const auto& [id, length] : lengths_) {
-    ::unlink(StagingPath(id).c_str());
-    ::unlink(JournalPath(id).c_str());
+  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
+  if (sync_.sync_mode == SyncMode::kIncremental) {
+    for (const auto& [id, length] : lengths_) {
+      ::unlink(StagingPath(id).c_str());
+      ::unlink(JournalPath(id).c_str());
+    }
   }
+  ::unlink(ManifestPath().c_str());  // The job is over; the next one writes its own.
   return Status::Ok();
 }
 

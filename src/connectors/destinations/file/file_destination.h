@@ -11,6 +11,14 @@
 // written after the last commit, which the producer is about to fetch again. The append at
 // Finalize() is journalled (main length before the append) so that a crash half-way is redone,
 // not doubled.
+//
+// A cursor only knows the files written up to it, so each job also keeps a manifest,
+// `<main file>.bizon-job`, naming every file the job has touched and its length when the job
+// first touched it (0 for staging files, which a job empties first; the existing length for a
+// stream's main file). It is written durably before the file's first write, so a resume also cuts
+// back files first touched after the last commit (or before any commit), and it records that a
+// full refresh has started publishing, so a resume after the rename does not look for the
+// staging file it already moved.
 #pragma once
 
 #include <map>
@@ -38,6 +46,11 @@ class FileDestination final : public Destination {
   std::string MainPath(std::string_view destination_id) const;
   std::string StagingPath(std::string_view destination_id) const;
   std::string JournalPath(std::string_view destination_id) const;
+  std::string ManifestPath() const;
+  Status SaveManifest() const;
+  /// Adds `destination_id` to the job's manifest before its first write, and empties its staging
+  /// file (whatever is there belongs to an abandoned job).
+  Status Track(const std::string& destination_id);
   Status AppendUnnested(std::string& out, std::string_view destination_id,
                         std::string_view payload, std::string_view record_id);
   Value CurrentState() const;
@@ -48,6 +61,10 @@ class FileDestination final : public Destination {
   std::map<std::string, std::vector<Column>, std::less<>> schemas_;
   /// Byte length of every staging file this job wrote, by destination id.
   std::map<std::string, int64_t, std::less<>> lengths_;
+  /// The manifest: each file's length when this job first touched it, and whether a full
+  /// refresh's Finalize() has started renaming.
+  std::map<std::string, int64_t, std::less<>> starts_;
+  bool published_ = false;
 };
 
 }  // namespace bizon
