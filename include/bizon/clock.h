@@ -12,6 +12,13 @@ namespace bizon {
 
 int64_t NowMicros();
 
+/// A UTC instant broken into calendar fields.
+struct UtcTime {
+  int year = 1970, month = 1, day = 1, hour = 0, minute = 0, second = 0;
+  int64_t microsecond = 0;
+};
+UtcTime SplitUtc(int64_t micros);
+
 /// "2026-10-08T09:46:55.094362Z".
 std::string FormatIsoTimestamp(int64_t micros);
 /// "2026-10-08 09:46:55.094362": the form written into backend rows and NDJSON records.

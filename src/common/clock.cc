@@ -17,9 +17,7 @@ int64_t NowMicros() {
       .count();
 }
 
-namespace {
-
-std::string FormatWith(int64_t micros, char separator, std::string_view suffix) {
+UtcTime SplitUtc(int64_t micros) {
   int64_t seconds = micros / 1'000'000;
   int64_t fraction = micros % 1'000'000;
   if (fraction < 0) {
@@ -29,9 +27,15 @@ std::string FormatWith(int64_t micros, char separator, std::string_view suffix) 
   std::time_t t = static_cast<std::time_t>(seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}.{:06}{}", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, separator, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     fraction, suffix);
+  return {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, fraction};
+}
+
+namespace {
+
+std::string FormatWith(int64_t micros, char separator, std::string_view suffix) {
+  UtcTime t = SplitUtc(micros);
+  return fmt::format("{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}.{:06}{}", t.year, t.month, t.day,
+                     separator, t.hour, t.minute, t.second, t.microsecond, suffix);
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "connectors/destinations/destination_record.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
 
 #include "bizon/clock.h"
@@ -10,18 +8,10 @@
 namespace bizon {
 
 void AppendRfc3339(std::string& out, int64_t micros) {
-  int64_t seconds = micros / 1'000'000;
-  int64_t fraction = micros % 1'000'000;
-  if (fraction < 0) {
-    fraction += 1'000'000;
-    seconds -= 1;
-  }
-  std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  if (fraction != 0) fmt::format_to(std::back_inserter(out), ".{:06}", fraction);
+  UtcTime t = SplitUtc(micros);
+  fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year, t.month,
+                 t.day, t.hour, t.minute, t.second);
+  if (t.microsecond != 0) fmt::format_to(std::back_inserter(out), ".{:06}", t.microsecond);
   out.append("+00:00");
 }
 
