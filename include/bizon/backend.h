@@ -82,6 +82,16 @@ class Backend {
   /// Creates missing tables and applies migrations up to the current schema version.
   virtual Status Migrate() = 0;
 
+  /// Takes, without waiting, the exclusive lock that lets one run of the pipeline stream `key`
+  /// at a time. Held until this backend instance is destroyed; a backend whose lock lives in a
+  /// server session (postgres) also loses it when the process dies, so a crash never leaves it
+  /// behind. Fails with kFailedPrecondition when another run holds it. The default does nothing:
+  /// a backend without such a lock relies on the engine's (the sqlite file lock).
+  virtual Status AcquireRunLock(const StreamKey& key) {
+    (void)key;
+    return Status::Ok();
+  }
+
   // Jobs.
   virtual Result<StreamJob> CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
                                             std::optional<int64_t> total_records,

@@ -14,9 +14,11 @@ Status RegisterBuiltinConnectors(ConnectorRegistry& registry) {
   BIZON_RETURN_IF_ERROR(RegisterSanaAiSource(registry));
   BIZON_RETURN_IF_ERROR(RegisterPokeapiSource(registry));
   BIZON_RETURN_IF_ERROR(RegisterGbifSource(registry));
+  BIZON_RETURN_IF_ERROR(RegisterRestApiSource(registry));
 
   BIZON_RETURN_IF_ERROR(RegisterLoggerDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterFileDestination(registry));
+  BIZON_RETURN_IF_ERROR(RegisterPostgresDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryStreamingDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryStreamingV2Destination(registry));

@@ -17,10 +17,12 @@ Status RegisterPeriscopeSource(ConnectorRegistry& registry);
 Status RegisterSanaAiSource(ConnectorRegistry& registry);
 Status RegisterPokeapiSource(ConnectorRegistry& registry);
 Status RegisterGbifSource(ConnectorRegistry& registry);
+Status RegisterRestApiSource(ConnectorRegistry& registry);
 
 // Destinations.
 Status RegisterLoggerDestination(ConnectorRegistry& registry);
 Status RegisterFileDestination(ConnectorRegistry& registry);
+Status RegisterPostgresDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryStreamingDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry);

@@ -32,14 +32,15 @@ Status Backendify(Status status) { return std::move(status).WithFailureClass(Fai
 
 std::string CurrentOwner() { return fmt::format("{}@{}", getpid(), HostName()); }
 
-Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source) {
+Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source,
+                        bool holds_run_lock) {
   const StreamKey& key = settings.key;
   std::string label = key.source_name + "." + key.stream_name;
   auto running_or = backend.GetRunningStreamJob(key);
   if (!running_or) return Fail(Backendify(running_or.error()));
   std::optional<StreamJob> running = std::move(*running_or);
 
-  if (running && OwnerIsAlive(running->owner)) {
+  if (running && !holds_run_lock && OwnerIsAlive(running->owner)) {
     return Fail(Status(StatusCode::kFailedPrecondition,
                        fmt::format("another run of pipeline '{}' ({}) is in progress, owned by "
                                    "process {}; wait for it to finish or stop it first",

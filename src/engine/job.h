@@ -42,6 +42,10 @@ struct JobPlan {
 /// "pid@host" for the current process.
 std::string CurrentOwner();
 
-Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source);
+/// `holds_run_lock`: this process holds the pipeline's run lock, so no other run of it is alive
+/// on this host and a running job's owner is trusted to be gone even if its pid is in use (pids
+/// are recycled). Without the lock, a live owner on this host refuses the run.
+Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source,
+                        bool holds_run_lock);
 
 }  // namespace bizon

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,7 +241,7 @@ SidesResult RunThreaded(Source& source, Destination& destination, Backend& backe
       sink.Push(std::move(failed));
       return;
     }
-    result.producer = RunProducer(source, **producer_backend, settings, plan, sink, stop);
+    result.producer = RunProducer(source, producer_backend->get(), settings, plan, sink, stop);
   });
   QueueSource messages(queue);
   result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop);
@@ -266,9 +267,14 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
     return result;
   }
   std::fflush(nullptr);
+  pid_t parent = ::getpid();
   pid_t child = ::fork();
   if (child == 0) {
-    // Producer process: its own source instance and backend connection.
+    // Producer process: its own source instance and backend connection. It must not outlive the
+    // parent: an orphan would keep fetching, and it holds the run lock it inherited, so a rerun
+    // after the parent was killed would be refused until the orphan noticed.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(static_cast<int>(ReturnStatus::kKilledByRunner));
     ::close(fds[0]);
     ::signal(SIGPIPE, SIG_IGN);
     PipeSink sink(fds[1]);
@@ -281,11 +287,18 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
       sink.Push(std::move(failed));
       ::_exit(static_cast<int>(status));
     };
-    auto producer_backend = OpenBackend(settings.backend_config);
-    if (!producer_backend) fail(ReturnStatus::kBackendError, producer_backend.error());
+    // An in-memory backend lives in the parent's memory. Source cursors are progress notes that
+    // recovery never reads, so the child goes without rather than writing them somewhere else.
+    std::unique_ptr<Backend> producer_backend;
+    if (!IsProcessLocal(settings.backend_config)) {
+      auto opened = OpenBackend(settings.backend_config);
+      if (!opened) fail(ReturnStatus::kBackendError, opened.error());
+      producer_backend = std::move(*opened);
+    }
     auto source = MakeSource(parts);
     if (!source) fail(ReturnStatus::kSourceError, source.error());
-    ProducerResult produced = RunProducer(**source, **producer_backend, settings, plan, sink, stop);
+    ProducerResult produced =
+        RunProducer(**source, producer_backend.get(), settings, plan, sink, stop);
     ::close(fds[1]);
     std::fflush(nullptr);
     ::_exit(static_cast<int>(produced.status));
@@ -303,23 +316,34 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
   PipeSource messages(fds[0]);
   std::atomic<bool> stop{false};
   result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop);
-  if (result.consumer.status != ReturnStatus::kSuccess) ::kill(child, SIGTERM);
+  // Stop the producer only when the consumer failed on its own; after an error termination the
+  // producer is already exiting with its status, which a SIGTERM would race and hide.
+  bool stopped = false;
+  if (result.consumer.status != ReturnStatus::kSuccess && !result.consumer.producer_status) {
+    stopped = ::kill(child, SIGTERM) == 0;
+  }
   ::close(fds[0]);
   int wait_status = 0;
   while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(wait_status)) {
+  if (result.consumer.producer_status) {
+    result.producer = {*result.consumer.producer_status, result.consumer.error};
+  } else if (WIFEXITED(wait_status)) {
+    // The child exits with its ReturnStatus; anything else (a sanitizer report, a crash
+    // handler) is a failed source.
     int code = WEXITSTATUS(wait_status);
-    result.producer.status = code <= static_cast<int>(ReturnStatus::kKilledByRunner)
-                                 ? static_cast<ReturnStatus>(code)
-                                 : ReturnStatus::kSourceError;
-    if (result.consumer.producer_status) result.producer.status = *result.consumer.producer_status;
-    result.producer.error = result.consumer.error;
+    bool known = code == static_cast<int>(ReturnStatus::kSuccess) ||
+                 (code > static_cast<int>(ReturnStatus::kRunning) &&
+                  code <= static_cast<int>(ReturnStatus::kKilledByRunner));
+    result.producer.status = known ? static_cast<ReturnStatus>(code) : ReturnStatus::kSourceError;
+    if (result.producer.status != ReturnStatus::kSuccess) {
+      result.producer.error = Status(
+          StatusCode::kAborted, fmt::format("the producer process exited with code {}", code),
+          FailureClass::kSource);
+    }
   } else {
-    result.producer.status = result.consumer.status == ReturnStatus::kSuccess
-                                 ? ReturnStatus::kSourceError
-                                 : ReturnStatus::kKilledByRunner;
     int signal_number = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+    result.producer.status = stopped ? ReturnStatus::kKilledByRunner : ReturnStatus::kSourceError;
     result.producer.error =
         Status(StatusCode::kAborted,
                fmt::format("the producer process was killed by signal {}", signal_number),
@@ -443,11 +467,11 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   auto backend_or = OpenBackend(settings.backend_config);
   if (!backend_or) return EarlyFailure(FailureClass::kBackend, backend_or.error());
   Backend& backend = **backend_or;
+  // A file backend is shared by every run on this host: the lock makes them take turns. An
+  // in-memory one is private to this process and needs none.
   std::optional<RunLock> lock;
-  if (settings.backend_config.GetString("type") == "sqlite") {
-    std::string description = DescribeBackend(settings.backend_config);
-    auto acquired = RunLock::Acquire(description.substr(description.find_last_of(' ') + 1),
-                                     settings.key);
+  if (std::optional<std::string> path = SqliteFilePath(settings.backend_config)) {
+    auto acquired = RunLock::Acquire(*path, settings.key);
     if (!acquired) return EarlyFailure(FailureClass::kBackend, acquired.error());
     lock.emplace(std::move(*acquired));
   }
@@ -464,7 +488,7 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                         connected.WithContext("error while connecting to source"));
   }
 
-  auto plan_or = InitJob(backend, settings, source);
+  auto plan_or = InitJob(backend, settings, source, /*holds_run_lock=*/lock.has_value());
   if (!plan_or) return EarlyFailure(FailureClass::kBackend, plan_or.error());
   const JobPlan& plan = *plan_or;
 

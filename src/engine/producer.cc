@@ -20,7 +20,7 @@ ProducerResult FailWith(MessageSink& sink, int64_t iteration, ReturnStatus statu
 
 }  // namespace
 
-ProducerResult RunProducer(Source& source, Backend& backend, const PipelineSettings& settings,
+ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSettings& settings,
                            const JobPlan& plan, MessageSink& sink,
                            const std::atomic<bool>& stop_requested) {
   const std::string label = settings.key.source_name + "." + settings.key.stream_name;
@@ -54,8 +54,8 @@ ProducerResult RunProducer(Source& source, Backend& backend, const PipelineSetti
       sink.Push(std::move(capped));
       return {};
     }
-    if (iteration % settings.sync_cursor_every == 0) {
-      Status written = backend.CreateSourceCursor({.job_id = plan.job.id,
+    if (backend != nullptr && iteration % settings.sync_cursor_every == 0) {
+      Status written = backend->CreateSourceCursor({.job_id = plan.job.id,
                                                    .key = settings.key,
                                                    .iteration = iteration,
                                                    .rows_fetched = rows_fetched,

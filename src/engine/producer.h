@@ -29,7 +29,9 @@ struct ProducerResult {
   Status error;
 };
 
-ProducerResult RunProducer(Source& source, Backend& backend, const PipelineSettings& settings,
+/// `backend` receives the source cursors (progress notes that recovery never reads); null when
+/// the producer cannot reach the run's backend (a forked producer and an in-memory backend).
+ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSettings& settings,
                            const JobPlan& plan, MessageSink& sink,
                            const std::atomic<bool>& stop_requested);
 

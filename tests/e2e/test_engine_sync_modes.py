@@ -169,7 +169,8 @@ def test_stream_runner_one_persistent_job_written_directly(bizon):
     outcome = read_result(bizon.cwd / "r.json")
     assert (outcome["stream"], outcome["producer"], outcome["consumer"]) == ("success", None, None)
     assert ids_in(bizon.read_ndjson("out.json")) == list(range(50))
-    assert sorted(path.name for path in bizon.cwd.glob("out*")) == ["out.json"]  # No staging.
+    # Written directly: no staging file (the job's manifest sits beside the main file).
+    assert sorted(path.name for path in bizon.cwd.glob("out*.json")) == ["out.json"]
 
     second = bizon.run("run", config, "--result-json", "r.json", check=0)
     assert "Resuming job" in second.stderr

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 
 namespace bizon {
@@ -39,11 +40,26 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
     BIZON_RETURN_IF_ERROR(result->Migrate());
     return result;
   }
+  if (type == "postgres") {
+    BIZON_ASSIGN_OR_RETURN(auto opened, PostgresBackend::OpenFromConfig(backend));
+    std::unique_ptr<Backend> result = std::move(opened);
+    BIZON_RETURN_IF_ERROR(result->Migrate());
+    return result;
+  }
   return Fail(Status(StatusCode::kUnimplemented,
                      fmt::format("the '{}' backend is declared but not built into this binary "
                                  "yet; use sqlite",
                                  type),
                      FailureClass::kBackend));
+}
+
+std::optional<std::string> SqliteFilePath(const Value& backend) {
+  if (backend.GetString("type", "sqlite") != "sqlite") return std::nullopt;
+  return SqlitePath(backend);
+}
+
+bool IsProcessLocal(const Value& backend) {
+  return backend.GetString("type", "sqlite") == "sqlite_in_memory";
 }
 
 std::string DescribeBackend(const Value& backend) {

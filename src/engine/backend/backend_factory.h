@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "bizon/backend.h"
 #include "bizon/status.h"
@@ -10,9 +12,16 @@
 namespace bizon {
 
 /// `backend` is the normalized `engine.backend` block ({type, config}). For `sqlite` the file is
-/// `<database>.sqlite3` in the working directory (or `database` itself when it already ends in
-/// .sqlite3, .sqlite or .db, or is an absolute path).
+/// `<database>.sqlite3`, relative to the working directory unless absolute (or `database` itself
+/// when it already ends in .sqlite3, .sqlite or .db).
 Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend);
+
+/// The database file of a `sqlite` backend; nullopt for any other type.
+std::optional<std::string> SqliteFilePath(const Value& backend);
+
+/// True when the backend lives in this process's memory (`sqlite_in_memory`): another process,
+/// such as the process runner's producer, cannot reach it.
+bool IsProcessLocal(const Value& backend);
 
 /// A short description for logs: "sqlite file ./bizon.sqlite3".
 std::string DescribeBackend(const Value& backend);

@@ -78,8 +78,12 @@ Status RegisterGeneratorSource(ConnectorRegistry& registry) {
   return registry.AddSource({
       .name = "generator",
       .description = "Synthetic records for tests and benchmarks, with incremental support.",
+      // Two streams with the same records, so that per-stream state (resets, watermarks) can
+      // be tested under one pipeline name.
       .streams = {{.name = "records", .supports_incremental = true,
-                   .description = "count records {id, name, updated_at, value}."}},
+                   .description = "count records {id, name, updated_at, value}."},
+                  {.name = "events", .supports_incremental = true,
+                   .description = "The same records as `records`, as a second stream."}},
       .config = {.fields = {{.name = "count", .type = FieldType::kInteger,
                              .description = "How many records the stream holds.",
                              .default_value = Value(1000), .minimum = 0},

@@ -1,0 +1,915 @@
+#!/usr/bin/env python3
+"""Benchmark our bizon against the original (PyPI) on the same pipelines.
+
+Run through bench/run.sh, which prepares bench/.venv (the original bizon + matplotlib) and the
+release binary, then calls this script with the venv's Python. See docs/performance.md.
+
+Per case, both implementations run alternately (ours, original, ours, original, ...), each run in
+a fresh working directory with its own SQLite state. Per run:
+
+  wall time      monotonic clock from fork to exit
+  CPU            ru_utime + ru_stime of the process and every child it reaped (wait4)
+  peak RSS       ru_maxrss (largest resident set of the process or a reaped child)
+
+The three come from bench/spawn.c, a small launcher that forks the run and reads wait4(): a
+process forked from the harness itself would inherit the harness's resident set as its peak.
+  first record   time from spawn until a destination file (out*.json: the staging file or the
+                 main one) holds a complete first line; polled every 2 ms from a harness thread
+  background     CPU the rest of the machine used during the run (/proc/stat busy time minus
+                 the run's own CPU), to tell a quiet machine from a shared one
+
+A run counts only if it exits 0 and out.json holds exactly N lines with N distinct expected
+source_record_ids, and the first and last payloads look right; otherwise the case fails.
+
+Each case first probes what OUR binary can do (a tiny run, or `bizon source list`) and reports
+"pending: <why>" instead of failing when a feature has not landed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+SOURCES = BENCH / "sources"
+GENERATOR_SOURCE = SOURCES / "generator_source.py"
+REST_SOURCE = SOURCES / "rest_source.py"
+PAGED_SERVER = BENCH / "servers" / "paged_server.py"
+
+# Records of about 300 bytes of JSON: {"id","name","updated_at","value","padding"}.
+PAYLOAD_BYTES = 200
+PAGE_SIZE = 1000
+# N at --scale 1: about 10 s for one run of the original on a 2-core VM.
+BASE_N = 120_000
+# The memory case's first N at --scale 1; it then runs 10x and 100x that.
+MEMORY_BASE_N = 10_000
+KAFKA_N = 1_000_000
+PROBE_N = 100
+
+ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "memory"]
+
+TRANSFORM_PYTHON = """\
+data["name"] = data["name"].upper()
+data["value_x2"] = data["value"] * 2
+"""
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# --------------------------------------------------------------------------------------------
+# One run
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One side of a pairing: how to run it and what its output must hold."""
+
+    impl: str  # "ours" or "original"
+    argv: list[str]  # "{config}" stands for the run's config.yml
+    render: Callable[[int], str]  # n -> YAML text (rendered when the run starts)
+    n: int  # records expected in out.json
+    # (first payload, last payload, n) -> an error, or None when they look right
+    check: Callable[[dict, dict, int], Optional[str]]
+    # source_record_id of record i, with i as the one group: the ids must be exactly 0..n-1
+    id_pattern: bytes = rb'"source_record_id":"(\d+)"'
+
+
+class RunFailed(Exception):
+    pass
+
+
+def busy_seconds() -> float:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+
+
+def first_line_complete(directory: Path) -> bool:
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return False
+    for entry in entries:
+        if entry.name.startswith("out") and entry.name.endswith(".json"):
+            try:
+                if entry.stat().st_size == 0:
+                    continue
+                with open(entry.path, "rb") as f:
+                    if b"\n" in f.read(1 << 16):
+                        return True
+            except FileNotFoundError:
+                continue  # Renamed between listing and opening.
+    return False
+
+
+def verify_output(directory: Path, inv: Invocation) -> Optional[str]:
+    """Checks out.json: N lines whose ids are exactly 0..N-1 (id_pattern), and the first and last
+    payloads. Streams the file, so the harness stays small whatever N."""
+    out = directory / "out.json"
+    if not out.exists():
+        return f"no out.json (files: {sorted(p.name for p in directory.iterdir())})"
+    pattern = re.compile(inv.id_pattern)
+    seen = bytearray(inv.n)
+    lines = matches = 0
+    first = last = b""
+    rest = b""
+    with open(out, "rb") as f:
+        while chunk := f.read(8 << 20):
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n") + 1
+            chunk, rest = chunk[:cut], chunk[cut:]
+            if not chunk:
+                continue
+            lines += chunk.count(b"\n")
+            if not first:
+                first = chunk[: chunk.index(b"\n")]
+            last = chunk[chunk.rfind(b"\n", 0, len(chunk) - 1) + 1 : -1]
+            for match in pattern.finditer(chunk):
+                index = int(match.group(1))
+                if not 0 <= index < inv.n or seen[index]:
+                    return f"unexpected or repeated id: {match.group(0).decode()}"
+                seen[index] = 1
+                matches += 1
+    if rest:
+        return "out.json does not end with a newline"
+    if lines != inv.n:
+        return f"out.json has {lines} lines, expected {inv.n}"
+    if matches != inv.n:
+        return f"out.json has {matches} expected source_record_ids, expected {inv.n}"
+    try:
+        payloads = [json.loads(json.loads(line)["source_data"]) for line in (first, last)]
+    except (ValueError, KeyError) as error:
+        return f"out.json line is not a destination record: {error}"
+    return inv.check(payloads[0], payloads[1], inv.n)
+
+
+LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T][\d:.]+\s*\|\s*\w+\s*\|\s*")
+
+
+def last_error(log: Path) -> str:
+    """The last meaningful line of a failed run's log, without its timestamp and level."""
+    lines = [LOG_PREFIX.sub("", line).strip()
+             for line in log.read_text(errors="replace").splitlines()]
+    lines = [line for line in lines if line and not line.startswith("Error: Pipeline finished")]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["(empty log)"])[-1][:300]
+
+
+SPAWN_SOURCE = BENCH / "spawn.c"
+SPAWN = BENCH / ".build" / "spawn"
+
+
+def ensure_spawn() -> None:
+    """Compiles bench/spawn.c (the launcher that measures each run) when missing or stale."""
+    if SPAWN.exists() and SPAWN.stat().st_mtime >= SPAWN_SOURCE.stat().st_mtime:
+        return
+    SPAWN.parent.mkdir(parents=True, exist_ok=True)
+    compiler = os.environ.get("CC", "cc")
+    subprocess.run([compiler, "-O2", "-Wall", "-o", str(SPAWN), str(SPAWN_SOURCE)], check=True)
+
+
+def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> dict:
+    """Runs one invocation in `directory` and returns its measurements; raises RunFailed."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    (directory / "config.yml").write_text(inv.render(inv.n))
+    argv = [a.replace("{config}", str(directory / "config.yml")) for a in inv.argv]
+    usage_file = directory / "usage.txt"
+    log = open(directory / "log.txt", "wb")
+    first_record: list[float] = []
+    done = threading.Event()
+    load_start = os.getloadavg()[0]
+    busy_start = busy_seconds()
+    start = time.monotonic()
+    try:
+        process = subprocess.Popen([str(SPAWN), str(usage_file), *argv], cwd=directory,
+                                   stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as error:
+        raise RunFailed(f"{inv.impl}: cannot start {SPAWN}: {error}") from error
+
+    def poll() -> None:
+        while not done.is_set():
+            if first_line_complete(directory):
+                first_record.append(time.monotonic() - start)
+                return
+            time.sleep(0.002)
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    timer = threading.Timer(timeout_s, kill)
+    timer.start()
+    try:
+        process.wait()
+    finally:
+        timer.cancel()
+    harness_wall = time.monotonic() - start
+    busy = busy_seconds() - busy_start
+    done.set()
+    poller.join()
+    log.close()
+    if process.returncode != 0 or not usage_file.exists():
+        reason = ("killed after the timeout" if harness_wall >= timeout_s
+                  else f"exit {process.returncode}")
+        raise RunFailed(f"{inv.impl}: {reason}: {last_error(directory / 'log.txt')}")
+    wall, user, system, maxrss_kib, _status = usage_file.read_text().split()
+    wall, user, system = float(wall), float(user), float(system)
+    cpu = user + system
+    error = verify_output(directory, inv)
+    if error:
+        raise RunFailed(f"{inv.impl}: wrong output: {error}")
+    if not first_record and first_line_complete(directory):
+        first_record.append(wall)  # Written and renamed between two polls: bounded by the wall time.
+    if not keep:
+        shutil.rmtree(directory, ignore_errors=True)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "user_s": user,
+        "sys_s": system,
+        "rss_mib": int(maxrss_kib) / 1024,
+        "first_record_s": first_record[0] if first_record else None,
+        "records": inv.n,
+        "records_per_s": inv.n / wall,
+        "cpu_s_per_m": cpu / inv.n * 1e6,
+        "background_cores": max(0.0, busy - cpu) / harness_wall,
+        "loadavg_1m_at_start": load_start,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Configs
+
+
+def generator_yaml(source_name: str, n: int, extra: str = "") -> str:
+    return f"""\
+name: bench-{source_name}
+source:
+  name: {source_name}
+  stream: records
+  count: {n}
+  page_size: {PAGE_SIZE}
+  payload_bytes: {PAYLOAD_BYTES}
+destination:
+  name: file
+  config:
+    destination_id: out
+{extra}"""
+
+
+def transforms_yaml() -> str:
+    body = "".join(f"      {line}\n" for line in TRANSFORM_PYTHON.splitlines())
+    return f"transforms:\n  - label: bench\n    python: |\n{body}"
+
+
+def check_generator(first: dict, last: dict, n: int, transformed: bool = False) -> Optional[str]:
+    for i, payload in ((0, first), (n - 1, last)):
+        name = f"record-{i}".upper() if transformed else f"record-{i}"
+        if payload.get("id") != i or payload.get("name") != name:
+            return f"unexpected payload for record {i}: {str(payload)[:120]}"
+        if len(payload.get("padding", "")) != PAYLOAD_BYTES:
+            return f"record {i} has no {PAYLOAD_BYTES}-byte padding"
+        if transformed and payload.get("value_x2") != payload.get("value", 0) * 2:
+            return f"record {i} was not transformed: {str(payload)[:120]}"
+    return None
+
+
+def generator_invocation(impl: str, binary: str, source_name: str, n: int, custom_source: bool,
+                         transformed: bool = False) -> Invocation:
+    argv = [binary, "run", "{config}"]
+    if custom_source:
+        argv += ["--custom-source", str(GENERATOR_SOURCE)]
+    extra = transforms_yaml() if transformed else ""
+    return Invocation(
+        impl=impl, argv=argv, n=n,
+        render=lambda count: generator_yaml(source_name, count, extra),
+        check=lambda first, last, count: check_generator(first, last, count, transformed))
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+
+
+@dataclass
+class Tier:
+    n: int
+    ours: Invocation
+    original: Invocation
+
+
+@dataclass
+class Plan:
+    label: str  # what is compared, shown under the table
+    same_yaml: bool
+    tiers: list[Tier]
+    setup: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+    # What the two 100-record warm-up runs need instead of `setup` (a small server or topic).
+    warmup: Optional[Callable[[], contextlib.AbstractContextManager]] = None
+
+
+@dataclass
+class Pending:
+    reason: str
+
+
+class Harness:
+    def __init__(self, args: argparse.Namespace, results: Path):
+        self.args = args
+        self.results = results
+        self.work = results / "work"
+        self.ours = args.ours
+        self.original = args.original
+        self._probes: dict[str, Optional[str]] = {}
+        self._source_list: Optional[str] = None
+
+    # ---- probes of OUR binary (None = available, else the reason it is not)
+
+    def probe(self, name: str, inv: Invocation) -> Optional[str]:
+        if name not in self._probes:
+            try:
+                run_once(inv, self.work / f"probe-{name}", timeout_s=120, keep=False)
+                self._probes[name] = None
+            except RunFailed as error:
+                self._probes[name] = str(error).removeprefix("ours: ")
+            print(f"  probe {name}: {'available' if self._probes[name] is None else self._probes[name]}")
+        return self._probes[name]
+
+    def probe_custom_source(self) -> Optional[str]:
+        # A source name that is not built in, so a binary that ignored --custom-source fails
+        # instead of silently running the built-in generator.
+        why = self.probe("custom-source", generator_invocation(
+            "ours", self.ours, "bench_python", PROBE_N, custom_source=True))
+        return None if why is None else f"our binary cannot run --custom-source yet ({why})"
+
+    def probe_transforms(self) -> Optional[str]:
+        why = self.probe("transforms", generator_invocation(
+            "ours", self.ours, "generator", PROBE_N, custom_source=False, transformed=True))
+        return None if why is None else f"our binary cannot run Python transforms yet ({why})"
+
+    def probe_source_built(self, name: str) -> Optional[str]:
+        if self._source_list is None:
+            done = subprocess.run([self.ours, "source", "list"], capture_output=True, text=True)
+            self._source_list = done.stdout
+        for line in self._source_list.splitlines():
+            if line.startswith(f"{name} - "):
+                if "not implemented" in line:
+                    return f"our `{name}` source is declared but not built yet (`bizon source list`)"
+                return None
+        return f"our binary has no `{name}` source yet (`bizon source list`)"
+
+    # ---- case plans
+
+    def plan(self, case: str) -> Plan | Pending:
+        return getattr(self, "plan_" + case.replace("-", "_"))()
+
+    def generator_pairing(self, n: int, transformed: bool = False) -> Tier:
+        return Tier(n,
+                    generator_invocation("ours", self.ours, "generator", n, False, transformed),
+                    generator_invocation("original", self.original, "generator", n, True, transformed))
+
+    def python_pairing(self, n: int, transformed: bool = False) -> Tier:
+        return Tier(n,
+                    generator_invocation("ours", self.ours, "bench_python", n, True, transformed),
+                    generator_invocation("original", self.original, "bench_python", n, True,
+                                         transformed))
+
+    def scaled(self, n: int) -> int:
+        return max(PROBE_N, int(n * self.args.scale))
+
+    def plan_generator(self) -> Plan | Pending:
+        return Plan(
+            label="equivalent sources, not the same YAML: ours runs the built-in `generator` "
+                  "source, the original runs bench/sources/generator_source.py (--custom-source), "
+                  "which emits the identical records (ids, fields, sizes)",
+            same_yaml=False, tiers=[self.generator_pairing(self.scaled(BASE_N))])
+
+    def plan_python_source(self) -> Plan | Pending:
+        why = self.probe_custom_source()
+        if why:
+            return Pending(why)
+        return Plan(label="same YAML and the same custom Python source file on both "
+                          "(bench/sources/generator_source.py)",
+                    same_yaml=True, tiers=[self.python_pairing(self.scaled(BASE_N))])
+
+    def plan_transform(self) -> Plan | Pending:
+        why = self.probe_transforms()
+        if why:
+            return Pending(why)
+        n = self.scaled(BASE_N)
+        if self.probe_custom_source() is None:
+            return Plan(label="python-source case plus a two-line Python transform; same YAML",
+                        same_yaml=True, tiers=[self.python_pairing(n, transformed=True)])
+        return Plan(label="generator case plus a two-line Python transform; equivalent sources "
+                          "(ours cannot run --custom-source yet)",
+                    same_yaml=False, tiers=[self.generator_pairing(n, transformed=True)])
+
+    def plan_memory(self) -> Plan | Pending:
+        base = self.scaled(MEMORY_BASE_N)
+        if self.probe_custom_source() is None:
+            pair, label, same = self.python_pairing, "python-source pairing", True
+        else:
+            pair, same = self.generator_pairing, False
+            label = "generator pairing (equivalent sources; ours cannot run --custom-source yet)"
+        return Plan(label=f"{label}, default queue settings, N = {base:,} x1 x10 x100",
+                    same_yaml=same, tiers=[pair(base), pair(base * 10), pair(base * 100)])
+
+    def plan_rest(self) -> Plan | Pending:
+        why = self.probe_source_built("rest_api")
+        if why:
+            return Pending(why)
+        n = self.scaled(BASE_N)
+        holder: dict[str, str] = {}
+
+        def tier(count: int) -> Tier:
+            def ours_yaml(_: int) -> str:
+                text = (BENCH / "cases" / "rest_api.yml").read_text()
+                return text.replace("{base_url}", holder["base_url"]).replace(
+                    "{page_size}", str(PAGE_SIZE))
+
+            def original_yaml(_: int) -> str:
+                return f"""\
+name: bench-rest
+source:
+  name: bench_rest
+  stream: items
+  base_url: {holder['base_url']}
+  page_size: {PAGE_SIZE}
+destination:
+  name: file
+  config:
+    destination_id: out
+"""
+            return Tier(count,
+                        Invocation("ours", [self.ours, "run", "{config}"], ours_yaml, count,
+                                   check_generator),
+                        Invocation("original", [self.original, "run", "{config}",
+                                                "--custom-source", str(REST_SOURCE)],
+                                   original_yaml, count, check_generator))
+
+        @contextlib.contextmanager
+        def server(count: int) -> Iterator[None]:
+            process = subprocess.Popen(
+                [sys.executable, str(PAGED_SERVER), "--count", str(count), "--payload-bytes",
+                 str(PAYLOAD_BYTES), "--page-size", str(PAGE_SIZE)],
+                stdout=subprocess.PIPE, text=True)
+            try:
+                port = int(process.stdout.readline())
+                holder["base_url"] = f"http://127.0.0.1:{port}"
+                yield
+            finally:
+                process.terminate()
+                process.wait()
+
+        return Plan(label="same loopback HTTP server (bench/servers/paged_server.py, pages of "
+                          f"{PAGE_SIZE}, next-URL links): our rest_api source vs a custom source "
+                          "for the original using requests (bench/sources/rest_source.py)",
+                    same_yaml=False, tiers=[tier(n)], setup=lambda: server(n),
+                    warmup=lambda: server(PROBE_N))
+
+    def plan_kafka(self) -> Plan | Pending:
+        broker = os.environ.get("BIZON_BENCH_KAFKA")
+        if not broker:
+            return Pending("needs a broker: set BIZON_BENCH_KAFKA=host:port (bench/run.sh then "
+                           "installs bizon[kafka] and loads the topic)")
+        why = self.probe_source_built("kafka")
+        if why:
+            return Pending(why)
+        try:
+            import confluent_kafka  # noqa: F401  (installed by bizon[kafka])
+        except ImportError:
+            return Pending("confluent-kafka is missing from bench/.venv: re-run bench/run.sh with "
+                           "BIZON_BENCH_KAFKA set so it installs bizon[kafka]")
+        n = max(PROBE_N, int(KAFKA_N * self.args.scale))
+        holder: dict[str, str] = {}
+
+        def yaml(_: int) -> str:
+            return f"""\
+name: bench-kafka
+source:
+  name: kafka
+  stream: topic
+  sync_mode: full_refresh
+  topics:
+    - name: {holder['topic']}
+      destination_id: out
+  bootstrap_servers: {broker}
+  group_id: bizon-bench
+  batch_size: {PAGE_SIZE}
+  consumer_timeout: 2
+  message_encoding: utf-8
+  authentication:
+    type: basic
+    params:
+      username: unused
+      password: unused
+  consumer_config:
+    auto.offset.reset: earliest
+    enable.auto.commit: false
+    security.protocol: PLAINTEXT
+destination:
+  name: file
+  config:
+    destination_id: out
+"""
+
+        def check(first: dict, last: dict, count: int) -> Optional[str]:
+            for i, payload in ((0, first), (count - 1, last)):
+                if payload.get("offset") != i or payload.get("value", {}).get("id") != i:
+                    return f"unexpected kafka record at offset {i}: {str(payload)[:160]}"
+            return None
+
+        def tier(count: int) -> Tier:
+            ids = rb'"source_record_id":"partition_0_offset_(\d+)"'
+            return Tier(count,
+                        Invocation("ours", [self.ours, "run", "{config}"], yaml, count, check,
+                                   ids),
+                        Invocation("original", [self.original, "run", "{config}"], yaml, count,
+                                   check, ids))
+
+        @contextlib.contextmanager
+        def topic(count: int) -> Iterator[None]:
+            holder["topic"] = kafka_setup(broker, count)
+            yield
+
+        return Plan(label=f"same YAML; {n:,} JSON records of ~300 B in a one-partition topic "
+                          f"on {broker}; the run ends after consumer_timeout (2 s) without data",
+                    same_yaml=True, tiers=[tier(n)], setup=lambda: topic(n),
+                    warmup=lambda: topic(PROBE_N))
+
+
+def kafka_setup(broker: str, n: int) -> str:
+    """Creates (once) a one-partition topic holding n JSON records of ~300 B and returns its name.
+
+    Record i is the generator record i (the same payload as every other case), key {"id": i}.
+    An existing topic of that name with exactly n messages is reused as is.
+    """
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"bizon-bench-{n}-{PAYLOAD_BYTES}"
+    admin = AdminClient({"bootstrap.servers": broker})
+    metadata = admin.list_topics(timeout=10)
+    if topic in metadata.topics:
+        consumer = Consumer({"bootstrap.servers": broker, "group.id": "bizon-bench-setup"})
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        consumer.close()
+        if len(metadata.topics[topic].partitions) == 1 and (low, high) == (0, n):
+            return topic
+        for future in admin.delete_topics([topic]).values():
+            future.result()
+        time.sleep(2)
+    for future in admin.create_topics([NewTopic(topic, num_partitions=1,
+                                                replication_factor=1)]).values():
+        future.result()
+    print(f"  kafka: loading {n:,} records into {topic} on {broker}", flush=True)
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 50, "batch.size": 1 << 20,
+                         "compression.type": "lz4", "enable.idempotence": True})
+    padding = "x" * PAYLOAD_BYTES
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    for i in range(n):
+        value = json.dumps({
+            "id": i, "name": f"record-{i}",
+            "updated_at": (start + dt.timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "value": (i * 7919) % 1000, "padding": padding}, separators=(",", ":"))
+        while True:
+            try:
+                producer.produce(topic, value=value.encode(), key=json.dumps({"id": i}).encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 10000 == 0:
+            producer.poll(0)
+    if producer.flush(120) != 0:
+        raise RuntimeError(f"kafka: {topic}: some records were not delivered")
+    return topic
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics and reports
+
+
+METRICS = [  # key, heading, format, better
+    ("records_per_s", "records/s", "{:,.0f}", "higher"),
+    ("cpu_s_per_m", "CPU s / M records", "{:,.1f}", "lower"),
+    ("rss_mib", "peak RSS MiB", "{:,.0f}", "lower"),
+    ("first_record_s", "first record s", "{:,.2f}", "lower"),
+    ("wall_s", "wall s", "{:,.2f}", "lower"),
+]
+
+
+def spread(values: list[float]) -> dict:
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"min": None, "median": None, "max": None}
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def summarize(runs: list[dict]) -> dict:
+    """runs: [{"ours": {...}, "original": {...}}] in pair order."""
+    out = {"ours": {}, "original": {}, "ratio": {}}
+    for key, *_ in METRICS + [("background_cores", "", "", "")]:
+        for impl in ("ours", "original"):
+            out[impl][key] = spread([pair[impl][key] for pair in runs])
+        ratios = [pair["ours"][key] / pair["original"][key] for pair in runs
+                  if pair["ours"][key] is not None and pair["original"][key]]
+        out["ratio"][key] = spread(ratios)
+    return out
+
+
+def fmt(value: Optional[float], pattern: str) -> str:
+    return "–" if value is None else pattern.format(value)
+
+
+def ratio_text(r: dict) -> str:
+    if r["median"] is None:
+        return "–"
+    def one(v: float) -> str:
+        return f"{v:.3f}" if v < 0.1 else f"{v:.2f}" if v < 10 else f"{v:.1f}"
+    if r["min"] == r["max"]:
+        return f"**{one(r['median'])}**"
+    return f"{one(r['min'])} – **{one(r['median'])}** – {one(r['max'])}"
+
+
+def markdown(report: dict) -> str:
+    env = report["environment"]
+    lines = [
+        f"Taken {report['finished_at']} on {env['cpu']} ({env['cores']} cores, "
+        f"{env['memory_gib']:.0f} GiB), {env['os']}; ours {env['ours_version']} "
+        f"({env['ours_commit']}), original bizon {env['original_version']} on Python "
+        f"{env['python']}. {report['runs']} runs per side, alternating; scale {report['scale']}.",
+        "",
+        f"Background load: {env['background_note']}",
+        "",
+        "Medians over the runs; the ratio row is ours/original per A/B pair, as "
+        "min – **median** – max (records/s: higher is better for ours; the others: lower).",
+        "",
+        "| case | N | side | " + " | ".join(m[1] for m in METRICS) + " |",
+        "|---|---:|---|" + "---:|" * len(METRICS),
+    ]
+    notes = []
+    for case in report["cases"]:
+        if case["status"] != "ok":
+            continue
+        mark = "" if case["same_yaml"] else "†"
+        for tier in case["tiers"]:
+            s = tier["summary"]
+            title = f"{case['name']}{mark}"
+            lines.append(f"| {title} | {tier['n']:,} | ours | " + " | ".join(
+                fmt(s["ours"][k]["median"], f) for k, _, f, _ in METRICS) + " |")
+            lines.append("| | | original | " + " | ".join(
+                fmt(s["original"][k]["median"], f) for k, _, f, _ in METRICS) + " |")
+            lines.append("| | | ours/original | " + " | ".join(
+                ratio_text(s["ratio"][k]) for k, *_ in METRICS) + " |")
+        notes.append(f"- **{case['name']}**{mark}: {case['label']}.")
+    memory = [c for c in report["cases"] if c["name"] == "memory" and c["status"] == "ok"]
+    if memory:
+        lines += ["", "Memory: peak RSS as N grows (default queue settings), median [min–max] MiB:",
+                  "", "| N | ours | original | ours/original |", "|---:|---:|---:|---:|"]
+        for tier in memory[0]["tiers"]:
+            s = tier["summary"]
+            cells = [f"{s[i]['rss_mib']['median']:,.0f} [{s[i]['rss_mib']['min']:,.0f}–"
+                     f"{s[i]['rss_mib']['max']:,.0f}]" for i in ("ours", "original")]
+            lines.append(f"| {tier['n']:,} | {cells[0]} | {cells[1]} | "
+                         f"{ratio_text(s['ratio']['rss_mib'])} |")
+    lines += ["", *notes]
+    if any(not c["same_yaml"] for c in report["cases"] if c["status"] == "ok"):
+        lines.append("- † not the same YAML on both sides: a comparison of equivalent sources.")
+    others = [c for c in report["cases"] if c["status"] != "ok"]
+    if others:
+        lines += ["", "Not measured:", ""]
+        lines += [f"- **{c['name']}**: {c['status']}: {c['reason']}" for c in others]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: Path) -> Optional[str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no plot"
+    bars = [(c["name"] + ("" if c["same_yaml"] else "†") + f"\nN={t['n']:,}", t["summary"])
+            for c in report["cases"] if c["status"] == "ok" for t in c["tiers"]]
+    if not bars:
+        return "no case was measured: no plot"
+    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(bars) + 4), 4.8))
+    width = 0.38
+    for ax, key, title in ((axes[0], "records_per_s", "records/s (higher is better)"),
+                           (axes[1], "rss_mib", "peak RSS, MiB (lower is better)")):
+        for offset, impl, color in ((-width / 2, "ours", "#1f77b4"),
+                                    (width / 2, "original", "#ff7f0e")):
+            med = [s[impl][key]["median"] for _, s in bars]
+            err = [[m - s[impl][key]["min"] for m, (_, s) in zip(med, bars)],
+                   [s[impl][key]["max"] - m for m, (_, s) in zip(med, bars)]]
+            ax.bar([i + offset for i in range(len(bars))], med, width, yerr=err, capsize=3,
+                   label=impl, color=color)
+        ax.set_xticks(range(len(bars)))
+        ax.set_xticklabels([name for name, _ in bars], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3, which="both")
+        ax.legend()
+    fig.suptitle(f"bizon (C++) vs original bizon {report['environment']['original_version']}: "
+                 f"median, min–max bars, {report['runs']} runs each "
+                 "(† equivalent sources, not the same YAML)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+def environment(args: argparse.Namespace) -> dict:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory = 0.0
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = int(line.split()[1]) / 1024 / 1024
+    try:
+        from importlib.metadata import version
+        original_version = version("bizon")
+    except Exception:  # noqa: BLE001 (not installed in this interpreter: ask the CLI's venv)
+        original_version = "unknown"
+    ours_version = subprocess.run([args.ours, "--version"], capture_output=True,
+                                  text=True).stdout.strip() or "unknown"
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src",
+                            "include", "CMakeLists.txt"], capture_output=True, text=True).stdout
+    os_name = platform.platform()
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"') + f", Linux {platform.release()}"
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": memory, "os": os_name,
+        "python": platform.python_version(), "original_version": original_version,
+        "ours_version": ours_version, "ours_binary": str(args.ours),
+        "ours_commit": commit + ("+uncommitted changes" if dirty else ""),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+
+
+def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
+    print(f"\n== {name}", flush=True)
+    plan = harness.plan(name)
+    if isinstance(plan, Pending):
+        print(f"  pending: {plan.reason}", flush=True)
+        return {"name": name, "status": "pending", "reason": plan.reason}
+    print(f"  {plan.label}", flush=True)
+    case = {"name": name, "status": "ok", "label": plan.label, "same_yaml": plan.same_yaml,
+            "tiers": []}
+    try:
+        # One tiny run per side, not counted: warms the page cache and checks both accept the
+        # config before the long runs.
+        with (plan.warmup or contextlib.nullcontext)():
+            for inv in (plan.tiers[0].ours, plan.tiers[0].original):
+                tiny = dataclasses.replace(inv, n=PROBE_N)
+                run_once(tiny, harness.work / f"{name}-warmup-{inv.impl}", 300, False)
+        print("  warm-up runs ok (both sides, N=100)", flush=True)
+        with plan.setup():
+            for tier in plan.tiers:
+                pairs = []
+                for i in range(args.runs):
+                    pair = {}
+                    for inv in (tier.ours, tier.original):
+                        directory = harness.work / f"{name}-{tier.n}-{inv.impl}-{i}"
+                        result = run_once(inv, directory, args.timeout, args.keep_output)
+                        pair[inv.impl] = result
+                        print(f"  N={tier.n:,} run {i + 1}/{args.runs} {inv.impl:8s} "
+                              f"{result['records_per_s']:>10,.0f} rec/s  "
+                              f"cpu {result['cpu_s']:7.2f} s  rss {result['rss_mib']:6.0f} MiB  "
+                              f"first {fmt(result['first_record_s'], '{:.2f}')} s  "
+                              f"wall {result['wall_s']:6.2f} s  "
+                              f"bg {result['background_cores']:.2f} cores", flush=True)
+                    pairs.append(pair)
+                case["tiers"].append({"n": tier.n, "runs": pairs, "summary": summarize(pairs)})
+    except RunFailed as error:
+        print(f"  FAILED: {error}", flush=True)
+        return {"name": name, "status": "failed", "reason": str(error), "label": plan.label}
+    return case
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ours", default=str(ROOT / "build" / "release" / "bizon"))
+    parser.add_argument("--original", default=str(BENCH / ".venv" / "bin" / "bizon"))
+    parser.add_argument("--runs", type=int, default=5, help="runs per side per case (default 5)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help=f"multiplies N (default 1: {BASE_N:,} records, memory "
+                             f"{MEMORY_BASE_N:,} x1 x10 x100, kafka {KAFKA_N:,})")
+    parser.add_argument("--cases", default="all",
+                        help="comma-separated subset of " + ",".join(ALL_CASES) + " (default all; "
+                             "generator is included only while python-source is pending)")
+    parser.add_argument("--results", default=str(BENCH / "results"))
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
+    parser.add_argument("--keep-output", action="store_true", help="keep each run's directory")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="replace the table in docs/performance.md with this run's")
+    args = parser.parse_args()
+
+    explicit = args.cases != "all"
+    cases = ALL_CASES if not explicit else [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in cases if c not in ALL_CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}; choose from {ALL_CASES}")
+    args.ours, args.original = (str(Path(b).resolve()) for b in (args.ours, args.original))
+    for binary in (args.ours, args.original):
+        if not os.access(binary, os.X_OK):
+            parser.error(f"{binary} is not an executable (run bench/run.sh, which builds it)")
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    results = Path(args.results) / stamp
+    results.mkdir(parents=True)
+    ensure_spawn()
+    harness = Harness(args, results)
+    env = environment(args)
+    print(f"results: {results}\nours: {env['ours_version']} ({args.ours})\n"
+          f"original: bizon {env['original_version']} ({args.original})", flush=True)
+
+    report = {"started_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+              "runs": args.runs, "scale": args.scale, "payload_bytes": PAYLOAD_BYTES,
+              "page_size": PAGE_SIZE, "environment": env, "cases": []}
+    for name in cases:
+        if name == "generator" and not explicit and harness.probe_custom_source() is None:
+            report["cases"].append({"name": name, "status": "skipped", "reason":
+                                    "interim case; python-source now runs on both"})
+            continue
+        report["cases"].append(run_case(harness, name, args))
+        (results / "results.json").write_text(json.dumps(report, indent=2))
+    shutil.rmtree(harness.work, ignore_errors=True)
+
+    report["finished_at"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    background = [run[impl]["background_cores"] for c in report["cases"] if c["status"] == "ok"
+                  for t in c["tiers"] for run in t["runs"] for impl in ("ours", "original")]
+    if background:
+        env["background_cores_median"] = statistics.median(background)
+        env["background_cores_max"] = max(background)
+        shared = env["background_cores_max"] > 0.1
+        env["background_note"] = (
+            f"other processes used a median {env['background_cores_median']:.2f} and at most "
+            f"{env['background_cores_max']:.2f} of the {env['cores']} cores during the runs"
+            + (" — a shared machine: expect noise, compare the ratios, not the absolute figures."
+               if shared else " (a quiet machine)."))
+    else:
+        env["background_note"] = "no run."
+    (results / "results.json").write_text(json.dumps(report, indent=2))
+    table = markdown(report)
+    (results / "results.md").write_text(table)
+    plot_error = plot(report, results / "plot.png")
+    print("\n" + table)
+    print(f"written: {results / 'results.json'}, {results / 'results.md'}"
+          + (f", {results / 'plot.png'}" if plot_error is None else f" ({plot_error})"))
+    if args.update_docs:
+        update_docs(table, results)
+    failed = [c["name"] for c in report["cases"] if c["status"] == "failed"]
+    if failed:
+        print(f"FAILED cases: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def update_docs(table: str, results: Path) -> None:
+    doc = ROOT / "docs" / "performance.md"
+    text = doc.read_text()
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    if begin not in text or end not in text:
+        print(f"{doc}: no {begin} ... {end} block, not updated")
+        return
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{begin}\n{table}{end}{tail}")
+    print(f"updated {doc} (plot: copy {results / 'plot.png'} to docs/performance.png if wanted)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

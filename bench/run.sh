@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Benchmarks our bizon against the original (PyPI) on the same pipelines; see docs/performance.md.
+#
+#   bench/run.sh [--runs 5] [--scale 1] [--cases generator,python-source,...] [--update-docs]
+#
+# 1. bench/.venv: the original bizon (pinned, with the extras the selected cases need) and
+#    matplotlib. Reinstalled only when that list changes.
+# 2. The release binary: scripts/build.sh release (skip with BIZON_BIN=/path/to/bizon).
+# 3. bench/bench.py with the remaining arguments: results in bench/results/<timestamp>/.
+#
+# Environment: BIZON_BENCH_KAFKA=host:port enables the kafka case (installs bizon[kafka]);
+# BIZON_BENCH_ORIGINAL overrides the pip requirement of the original (default bizon==0.6.4);
+# BIZON_BENCH_PYTHON picks the interpreter for the venv (3.10 to 3.12; default python3).
+# Not run by CI: it takes about 15 minutes at the default scale.
+set -euo pipefail
+bench="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$bench/.." && pwd)"
+venv="$bench/.venv"
+python="${BIZON_BENCH_PYTHON:-python3}"
+
+# The original requires Python >= 3.10, < 3.13.
+if ! "$python" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (3, 13)))'; then
+  echo "bench: $python is $("$python" --version 2>&1); the original bizon needs 3.10 to 3.12." >&2
+  echo "bench: set BIZON_BENCH_PYTHON to such an interpreter." >&2
+  exit 1
+fi
+
+# Build dependencies (idempotent); python3-venv and GNU time are not among them on Debian.
+"$root/scripts/install-deps.sh"
+if ! "$python" -c 'import ensurepip' 2>/dev/null; then
+  echo "bench: installing python3-venv"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends python3-venv
+fi
+
+# 1. The original, in its own venv.
+extras=""
+if [[ -n "${BIZON_BENCH_KAFKA:-}" ]]; then extras="[kafka]"; fi
+original="${BIZON_BENCH_ORIGINAL:-bizon==0.6.4}"
+original="${original/bizon/bizon$extras}"
+requirements=("$original" "matplotlib>=3.7")
+stamp="$venv/.installed"
+if [[ ! -x "$venv/bin/bizon" || ! -f "$stamp" || "$(cat "$stamp")" != "${requirements[*]}" ]]; then
+  echo "bench: installing ${requirements[*]} into $venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${requirements[@]}"
+  echo "${requirements[*]}" > "$stamp"
+fi
+
+# 2. Our release binary.
+if [[ -z "${BIZON_BIN:-}" ]]; then
+  echo "bench: building the release binary (scripts/build.sh release)"
+  "$root/scripts/build.sh" release
+  BIZON_BIN="$root/build/release/bizon"
+fi
+
+# 3. The cases.
+exec "$venv/bin/python" "$bench/bench.py" --ours "$BIZON_BIN" --original "$venv/bin/bizon" "$@"

@@ -1,0 +1,163 @@
+// Crash windows of the file destination that a kill test only hits by luck: each test plays the
+// part of a process that died at one point, then a new process resuming the same job.
+#include "connectors/destinations/file/file_destination.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "bizon/clock.h"
+
+namespace bizon {
+namespace {
+
+class FileDestinationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/bizon_file_destination_XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<FileDestination> Make(SyncMode mode, const std::string& job_id) {
+    DestinationContext context;
+    context.sync = {.name = "pipeline",
+                    .job_id = job_id,
+                    .source_name = "generator",
+                    .stream_name = "records",
+                    .sync_mode = mode,
+                    .destination_name = "file",
+                    .reset = false};
+    context.config = Value(Value::Map{{"destination_id", Value(Path("out"))}});
+    return std::make_unique<FileDestination>(context);
+  }
+
+  static RecordBatch Batch(int first, int count, std::string_view destination_id = {}) {
+    RecordBatch batch;
+    for (int i = first; i < first + count; ++i) {
+      batch.Add(std::to_string(i), "{\"id\":" + std::to_string(i) + "}", NowMicros(),
+                destination_id);
+    }
+    batch.SetExtractedAt(NowMicros());
+    return batch;
+  }
+
+  std::string Path(std::string_view name) const { return dir_ + "/" + std::string(name); }
+
+  int Lines(std::string_view name) const {
+    std::ifstream in(Path(name));
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    return lines;
+  }
+
+  std::string dir_;
+};
+
+#define ASSERT_OK(expr)                              \
+  do {                                               \
+    ::bizon::Status status_ = (expr);                \
+    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
+  } while (false)
+
+TEST_F(FileDestinationTest, ResumeAfterFullRefreshRenameKeepsThePublishedFile) {
+  // A reset (materialised as a full refresh) died after Finalize() renamed the staging file but
+  // before the job was marked succeeded: the resumed job finds no staging file.
+  Value state;
+  {
+    auto first = Make(SyncMode::kFullRefresh, "job1");
+    ASSERT_OK(first->Open(Value()));
+    auto written = first->Write(Batch(0, 3), NowMicros());
+    ASSERT_TRUE(written.has_value()) << written.error().ToString();
+    state = *written;
+    ASSERT_OK(first->Finalize());
+  }
+  ASSERT_FALSE(std::filesystem::exists(Path("out_temp.json")));
+  auto resumed = Make(SyncMode::kFullRefresh, "job1");
+  ASSERT_OK(resumed->Open(state));
+  ASSERT_OK(resumed->Finalize());
+  ASSERT_OK(resumed->OnJobSucceeded());
+  EXPECT_EQ(Lines("out.json"), 3);
+  EXPECT_FALSE(std::filesystem::exists(Path("out.json.bizon-job")));
+}
+
+TEST_F(FileDestinationTest, StreamWriteBeforeTheFirstCommitIsCutBack) {
+  // An earlier job left two lines; the new job wrote three, then died before any cursor.
+  {
+    auto earlier = Make(SyncMode::kStream, "job1");
+    ASSERT_OK(earlier->Open(Value()));
+    ASSERT_TRUE(earlier->Write(Batch(0, 2), NowMicros()).has_value());
+  }
+  {
+    auto crashed = Make(SyncMode::kStream, "job2");
+    ASSERT_OK(crashed->Open(Value()));
+    ASSERT_TRUE(crashed->Write(Batch(2, 3), NowMicros()).has_value());
+  }
+  ASSERT_EQ(Lines("out.json"), 5);
+  auto resumed = Make(SyncMode::kStream, "job2");
+  ASSERT_OK(resumed->Open(Value()));  // No cursor yet: nothing of job2 is committed.
+  EXPECT_EQ(Lines("out.json"), 2);
+}
+
+TEST_F(FileDestinationTest, FileFirstTouchedAfterTheLastCommitIsCutBack) {
+  Value committed;
+  {
+    auto crashed = Make(SyncMode::kIncremental, "job1");
+    ASSERT_OK(crashed->Open(Value()));
+    auto written = crashed->Write(Batch(0, 2), NowMicros());
+    ASSERT_TRUE(written.has_value());
+    committed = *written;  // The last cursor the backend recorded.
+    ASSERT_TRUE(crashed->Write(Batch(2, 2, Path("routed")), NowMicros()).has_value());
+    ASSERT_TRUE(crashed->Write(Batch(4, 1), NowMicros()).has_value());
+  }
+  auto resumed = Make(SyncMode::kIncremental, "job1");
+  ASSERT_OK(resumed->Open(committed));
+  EXPECT_EQ(Lines("out_incremental.json"), 2);
+  EXPECT_EQ(Lines("routed_incremental.json"), 0);
+}
+
+TEST_F(FileDestinationTest, FreshJobEmptiesAnAbandonedJobsStaging) {
+  {
+    auto abandoned = Make(SyncMode::kFullRefresh, "job1");
+    ASSERT_OK(abandoned->Open(Value()));
+    ASSERT_TRUE(abandoned->Write(Batch(0, 4), NowMicros()).has_value());
+  }
+  auto fresh = Make(SyncMode::kFullRefresh, "job2");
+  ASSERT_OK(fresh->Open(Value()));
+  ASSERT_OK(fresh->Finalize());
+  EXPECT_TRUE(std::filesystem::exists(Path("out.json")));
+  EXPECT_EQ(Lines("out.json"), 0);  // An empty full refresh publishes an empty file.
+}
+
+TEST_F(FileDestinationTest, IncrementalAppendInterruptedHalfWayIsRedoneNotDoubled) {
+  Value committed;
+  {
+    auto first = Make(SyncMode::kIncremental, "job1");
+    ASSERT_OK(first->Open(Value()));
+    ASSERT_TRUE(first->Write(Batch(0, 3), NowMicros()).has_value());
+    ASSERT_OK(first->Finalize());
+    ASSERT_OK(first->OnJobSucceeded());
+  }
+  {
+    auto crashed = Make(SyncMode::kIncremental, "job2");
+    ASSERT_OK(crashed->Open(Value()));
+    auto written = crashed->Write(Batch(3, 2), NowMicros());
+    ASSERT_TRUE(written.has_value());
+    committed = *written;
+    ASSERT_OK(crashed->Finalize());  // Appended, then died before the job succeeded.
+  }
+  ASSERT_EQ(Lines("out.json"), 5);
+  auto resumed = Make(SyncMode::kIncremental, "job2");
+  ASSERT_OK(resumed->Open(committed));
+  ASSERT_OK(resumed->Finalize());
+  ASSERT_OK(resumed->OnJobSucceeded());
+  EXPECT_EQ(Lines("out.json"), 5);
+  EXPECT_FALSE(std::filesystem::exists(Path("out_incremental.json")));
+}
+
+}  // namespace
+}  // namespace bizon

@@ -1,0 +1,111 @@
+// The postgres destination: loads records into PostgreSQL tables with COPY.
+//
+// Tables: `<table>` is what readers see (`table`, else `destination_id`, else
+// `<source>_<stream>`; a record's own destination id routes it to that table). A full refresh
+// stages into `<table>_temp` and swaps it in at Finalize() in one transaction (DROP the old
+// table, RENAME the staging one), so readers see the old rows or the new ones, never a mix. An
+// incremental run stages into `<table>_incremental` and appends it to `<table>` at Finalize() in
+// one transaction. A stream run appends to `<table>` directly.
+//
+// Columns: raw mode writes the six warehouse columns (_bizon_id, _bizon_extracted_at,
+// _bizon_loaded_at, _source_record_id, _source_timestamp, _source_data as jsonb); `unnest: true`
+// writes the record_schemas columns with mapped types. Tables written by Write() also have
+// `_bizon_load_id`, the load that wrote each row; a published full refresh or incremental table
+// does not (it is dropped at the swap, not copied by the append), a stream table keeps it.
+//
+// Exactly-once: each Write() is one transaction that COPYs the rows tagged with a fresh load id
+// (from the sequence `_bizon_load_id`) and logs that load in `_bizon_loads` (load id, job id,
+// table, rows), then returns {"load_id": N}, which the engine records with the destination
+// cursor. On resume, Open() deletes every row of this job's loads newer than the recorded one:
+// those were committed here but not in the backend, and the producer is about to fetch them
+// again. `_bizon_loads` also names every table the job touched (so tables first written after
+// the last cursor are rolled back too) and records each publish, which makes Finalize()
+// idempotent: a resumed job whose publish committed does not publish twice.
+//
+// Thread safety: one instance is used from the consumer's thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bizon/registry.h"
+#include "connectors/destinations/postgres/postgres_client.h"
+
+namespace bizon {
+
+/// How a record_schemas type is stored.
+enum class PgColumnType { kText, kBigint, kDouble, kNumeric, kBoolean, kTimestamptz, kDate, kJsonb };
+
+/// The PostgreSQL type of a record_schemas `type` (string, INTEGER, FLOAT64, TIMESTAMP, JSON...),
+/// case-insensitively; nullopt for a type this destination cannot store.
+std::optional<PgColumnType> ParsePgColumnType(std::string_view type);
+std::string_view PgTypeName(PgColumnType type);
+
+/// Appends `text` escaped for COPY's text format (backslash, tab, newline, carriage return).
+void AppendCopyText(std::string& out, std::string_view text);
+
+class PostgresDestination final : public Destination {
+ public:
+  /// Checks the config (table names, record_schemas types); connects in Open().
+  static Result<std::unique_ptr<PostgresDestination>> Create(const DestinationContext& context);
+  ~PostgresDestination() override;
+  PostgresDestination(const PostgresDestination&) = delete;
+  PostgresDestination& operator=(const PostgresDestination&) = delete;
+
+  Status Open(const Value& resume_state) override;
+  Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
+  Status Finalize() override;
+  Status OnJobSucceeded() override;
+
+ private:
+  struct Column {
+    std::string name;
+    PgColumnType type = PgColumnType::kText;
+  };
+  /// One destination table as this job sees it.
+  struct TableState {
+    std::string name;     // The published table.
+    std::string staging;  // Where Write() loads: name + suffix, or name itself for a stream.
+    bool tracked = false;    // This job has logged the table (and, staged, emptied its staging).
+    bool published = false;  // Finalize() committed its publish.
+  };
+
+  explicit PostgresDestination(const DestinationContext& context);
+
+  Result<TableState*> TableFor(std::string_view table_name);
+  Result<const std::vector<Column>*> ColumnsFor(std::string_view table_name) const;
+  std::string Qualified(std::string_view table) const;
+  std::string ColumnDefinitions(const std::vector<Column>& columns) const;
+  std::string ColumnList(const std::vector<Column>& columns) const;
+  Status EnsureLoadLog();
+  /// Logs `table` for this job inside the open transaction; a staged mode (re)creates its
+  /// staging table empty, a stream creates the table if it is missing.
+  Status Track(TableState& table);
+  Status LockTable(std::string_view table);
+  Status RollBackUncommitted(TableState& table, int64_t committed_load);
+  Status AppendRows(const RecordBatch& records, const std::vector<size_t>& rows,
+                    const std::vector<Column>& columns, int64_t load_id, int64_t loaded_at_us);
+  Status Publish(TableState& table);
+
+  SyncMetadata sync_;
+  PgConnectionSettings connection_settings_;
+  std::string schema_;
+  std::string default_table_;
+  bool unnest_ = false;
+  std::map<std::string, std::vector<Column>, std::less<>> schemas_;
+  std::vector<Column> raw_columns_;
+
+  std::unique_ptr<PgConnection> connection_;
+  std::string quoted_schema_;
+  std::map<std::string, TableState, std::less<>> tables_;
+
+  /// Turns records into COPY text: reused buffers, parser and formatting caches.
+  struct RowEncoder;
+  std::unique_ptr<RowEncoder> encoder_;
+};
+
+}  // namespace bizon

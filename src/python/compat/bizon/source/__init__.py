@@ -1,0 +1,1 @@
+"""Source framework: AbstractSource, the record models, config classes and authentication."""

@@ -1,0 +1,1 @@
+"""Authentication for HTTP sources: `authentication: {type, params}` and the authenticators."""

@@ -1,0 +1,1 @@
+"""requests authenticators for the `authentication.type` values."""

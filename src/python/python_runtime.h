@@ -1,0 +1,22 @@
+// The embedded Python runtime as the engine sees it: start it early, stop what runs in it.
+//
+// No Python header here: the engine includes this, python_transforms.h and python_source.h only.
+// Thread-safety: both functions may be called from any thread at any time.
+#pragma once
+
+#include "bizon/status.h"
+
+namespace bizon {
+
+/// Starts the process's embedded CPython interpreter if it is not running yet. Optional: the
+/// first transform or Python source starts it anyway. Call it before forking worker processes
+/// only if the children will not use Python, or after the fork in each child that will (a
+/// child forked from a process whose interpreter runs must not use it).
+Status StartPythonRuntime();
+
+/// Interrupts every Python call in progress (transforms and custom sources); each fails with
+/// code kCancelled. For the engine's stop path (SIGINT/SIGTERM handling thread, a failed
+/// producer). Not async-signal-safe: call it from a normal thread, not from a signal handler.
+void CancelPythonCalls();
+
+}  // namespace bizon

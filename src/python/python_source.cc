@@ -1,0 +1,287 @@
+#include "python/python_source.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "python/interpreter.h"
+
+namespace bizon {
+namespace {
+
+using python::GilLock;
+namespace py = python::py;
+
+Status CheckFile(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return {StatusCode::kNotFound, fmt::format("File {} not found.", path), FailureClass::kConfig};
+  }
+  if (std::filesystem::path(path).extension() != ".py") {
+    return InvalidArgumentError(fmt::format(
+        "File {} is not a python file. File extension should be '.py'", path));
+  }
+  return Status::Ok();
+}
+
+// The Status of an exception raised while loading, validating or constructing a source.
+Status LoadError(py::error_already_set& error, std::string_view context) {
+  python::PythonError described = python::DescribeError(error);
+  if (described.lookup) {
+    return {StatusCode::kNotFound, described.summary, FailureClass::kConfig};
+  }
+  if (described.contract) {
+    return {StatusCode::kInvalidArgument, fmt::format("{}: {}", context, described.summary),
+            FailureClass::kConfig};
+  }
+  return python::ErrorStatus(described, fmt::format("{}: loading raised", context),
+                             StatusCode::kInvalidArgument, FailureClass::kSource);
+}
+
+std::string_view AsView(PyObject* text) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text, &size);
+  if (data == nullptr) throw py::error_already_set();
+  return {data, static_cast<size_t>(size)};
+}
+
+class PythonSource final : public Source {
+ public:
+  PythonSource(py::object instance, std::string class_name, bool incremental,
+               PythonSourceOptions options)
+      : instance_(std::move(instance)),
+        class_name_(std::move(class_name)),
+        incremental_(incremental),
+        options_(options) {}
+
+  ~PythonSource() override {
+    GilLock gil;
+    try {
+      python::Runtime().attr("close_source")(instance_);
+    } catch (py::error_already_set& error) {
+      // Closing the HTTP session failed: nothing is lost, the process keeps running.
+      spdlog::warn("custom source {}: closing its session failed: {}", class_name_, error.what());
+    }
+    PyObject* raw = instance_.release().ptr();  // Dropped here, under the GIL.
+    Py_XDECREF(raw);
+  }
+
+  PythonSource(const PythonSource&) = delete;
+  PythonSource& operator=(const PythonSource&) = delete;
+
+  Status CheckConnection() override {
+    return Call("check_connection()", [&]() -> Status {
+      py::tuple result = python::Runtime().attr("check_connection")(instance_);
+      if (result[0].cast<bool>()) return Status::Ok();
+      std::string error = result[1].is_none() ? "no error text" : result[1].cast<std::string>();
+      return {StatusCode::kUnavailable,
+              fmt::format("custom source {}: check_connection() failed: {}", class_name_, error),
+              FailureClass::kSource};
+    });
+  }
+
+  std::optional<int64_t> TotalRecordsCount() override {
+    Result<std::optional<int64_t>> count =
+        Call("get_total_records_count()", [&]() -> Result<std::optional<int64_t>> {
+          py::object value = python::Runtime().attr("total_records_count")(instance_);
+          if (value.is_none()) return std::optional<int64_t>();
+          return std::optional<int64_t>(value.cast<int64_t>());
+        });
+    if (!count) {
+      // Only progress and ETA logs use the count: carry on without it.
+      spdlog::warn("{}", count.error().message());
+      return std::nullopt;
+    }
+    return *count;
+  }
+
+  Result<SourceIteration> Get(const Value& pagination) override {
+    return Call("get()", [&]() -> Result<SourceIteration> {
+      py::object iteration = instance_.attr("get")(python::ToPython(pagination));
+      return Convert(iteration, "get");
+    });
+  }
+
+  Result<SourceIteration> GetRecordsAfter(const IncrementalState& state,
+                                          const Value& pagination) override {
+    if (!incremental_) {
+      return Fail(Status(StatusCode::kUnimplemented,
+                         fmt::format("custom source {} does not implement get_records_after, so "
+                                     "it cannot run with sync_mode incremental",
+                                     class_name_),
+                         FailureClass::kConfig));
+    }
+    return Call("get_records_after()", [&]() -> Result<SourceIteration> {
+      py::object source_state = python::Runtime().attr("incremental_state")(
+          state.last_run_us, state.run_started_at_us, python::ToPython(state.state),
+          state.cursor_field);
+      py::object iteration =
+          instance_.attr("get_records_after")(source_state, python::ToPython(pagination));
+      return Convert(iteration, "get_records_after");
+    });
+  }
+
+  Status Commit() override {
+    return Call("commit()", [&]() -> Status {
+      instance_.attr("commit")();
+      return Status::Ok();
+    });
+  }
+
+ private:
+  // Runs `body` with the GIL and the call deadline; every Python exception becomes a Status.
+  template <typename Body>
+  auto Call(std::string_view method, Body&& body) -> decltype(body()) {
+    GilLock gil;
+    python::CallScope scope(options_.call_timeout);
+    try {
+      return body();
+    } catch (py::error_already_set& error) {
+      python::PythonError described = python::DescribeError(error);
+      if (described.contract) {
+        return Fail(Status(StatusCode::kInvalidArgument,
+                           fmt::format("custom source {}: {}", class_name_, described.summary),
+                           FailureClass::kSource));
+      }
+      bool raised = !described.timed_out && !described.cancelled;
+      return Fail(python::ErrorStatus(
+          described,
+          fmt::format("custom source {}: {}{}", class_name_, method, raised ? " raised" : ""),
+          StatusCode::kUnavailable, FailureClass::kSource, options_.call_timeout));
+    } catch (const std::exception& error) {
+      return Fail(InternalError(
+          fmt::format("custom source {}: {}: {}", class_name_, method, error.what())));
+    }
+  }
+
+  // Checks and flattens what get()/get_records_after() returned (GIL held).
+  Result<SourceIteration> Convert(const py::object& returned, std::string_view method) {
+    py::tuple columns = python::Runtime().attr("iteration_columns")(returned, method);
+    PyObject* ids = columns[0].ptr();
+    PyObject* payloads = columns[1].ptr();
+    PyObject* stamps = columns[2].ptr();
+    py::object destinations = columns[3];
+    SourceIteration iteration;
+    Py_ssize_t count = PyList_GET_SIZE(ids);
+    size_t payload_bytes = 0;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+      payload_bytes += static_cast<size_t>(PyUnicode_GET_LENGTH(PyList_GET_ITEM(payloads, i)));
+    }
+    iteration.records.Reserve(static_cast<size_t>(count), payload_bytes);
+    for (Py_ssize_t i = 0; i < count; ++i) {
+      int64_t timestamp = PyLong_AsLongLong(PyList_GET_ITEM(stamps, i));
+      if (timestamp == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
+      std::string_view destination;
+      if (!destinations.is_none()) {
+        PyObject* item = PyList_GET_ITEM(destinations.ptr(), i);
+        if (item != Py_None) destination = AsView(item);
+      }
+      iteration.records.Add(AsView(PyList_GET_ITEM(ids, i)),
+                            AsView(PyList_GET_ITEM(payloads, i)), timestamp, destination);
+    }
+    auto pagination = python::FromPython(columns[4], "next_pagination");
+    if (!pagination) {
+      return Fail(Status(StatusCode::kInvalidArgument,
+                         fmt::format("custom source {}: {}() returned an unusable iteration: {}",
+                                     class_name_, method, pagination.error().message()),
+                         FailureClass::kSource));
+    }
+    iteration.next_pagination = std::move(*pagination);
+    if (!columns[5].is_none()) {
+      auto state = python::FromPython(columns[5], "next_state");
+      if (!state) {
+        return Fail(Status(StatusCode::kInvalidArgument,
+                           fmt::format("custom source {}: {}() returned an unusable iteration: {}",
+                                       class_name_, method, state.error().message()),
+                           FailureClass::kSource));
+      }
+      iteration.next_state = std::move(*state);
+    }
+    return iteration;
+  }
+
+  py::object instance_;
+  std::string class_name_;
+  bool incremental_;
+  PythonSourceOptions options_;
+};
+
+}  // namespace
+
+Result<PythonSourceInfo> InspectPythonSource(const std::string& path,
+                                             const std::string& source_name) {
+  BIZON_RETURN_IF_ERROR(CheckFile(path));
+  BIZON_RETURN_IF_ERROR(python::EnsureInterpreter());
+  std::string context = fmt::format("custom source '{}' ({})", source_name, path);
+  GilLock gil;
+  try {
+    py::list classes = python::Runtime().attr("inspect_source")(path);
+    PythonSourceInfo info;
+    for (py::handle entry : classes) {
+      auto described = entry.cast<py::tuple>();
+      auto class_name = described[0].cast<std::string>();
+      bool incremental = described[2].cast<bool>();
+      if (info.class_name.empty()) info.class_name = class_name;
+      for (py::handle stream : described[1]) {
+        auto name = stream.cast<std::string>();
+        bool seen = false;
+        for (const StreamSpec& spec : info.streams) seen = seen || spec.name == name;
+        if (seen) continue;  // The first class that lists a stream serves it.
+        info.streams.push_back({.name = name,
+                                .supports_incremental = incremental,
+                                .description = fmt::format("class {} in {}", class_name, path)});
+      }
+    }
+    return info;
+  } catch (py::error_already_set& error) {
+    return Fail(LoadError(error, context));
+  } catch (const std::exception& error) {
+    return Fail(InternalError(fmt::format("{}: {}", context, error.what())));
+  }
+}
+
+Result<std::unique_ptr<Source>> OpenPythonSource(const std::string& path,
+                                                 const SourceContext& context,
+                                                 PythonSourceOptions options) {
+  BIZON_RETURN_IF_ERROR(CheckFile(path));
+  BIZON_RETURN_IF_ERROR(python::EnsureInterpreter());
+  std::string label = fmt::format("custom source file {}", path);
+  GilLock gil;
+  try {
+    py::object config = python::ToPython(context.config);
+    py::tuple opened;
+    {
+      python::CallScope scope(options.call_timeout);
+      opened = python::Runtime().attr("open_source")(path, context.stream, config);
+    }
+    auto class_name = opened[1].cast<std::string>();
+    bool incremental = opened[2].cast<bool>();
+    if (context.sync_mode == SyncMode::kIncremental && !incremental) {
+      return Fail(InvalidArgumentError(fmt::format(
+          "source.sync_mode: stream '{}' of {} (class {}) does not support incremental sync, "
+          "because the class does not override get_records_after; use full_refresh",
+          context.stream, label, class_name)));
+    }
+    return std::unique_ptr<Source>(
+        std::make_unique<PythonSource>(opened[0], std::move(class_name), incremental, options));
+  } catch (py::error_already_set& error) {
+    python::PythonError described = python::DescribeError(error);
+    if (described.lookup) {
+      return Fail(Status(StatusCode::kNotFound, described.summary, FailureClass::kConfig));
+    }
+    if (described.contract) {
+      return Fail(Status(StatusCode::kInvalidArgument,
+                         fmt::format("{}: {}", label, described.summary), FailureClass::kConfig));
+    }
+    return Fail(python::ErrorStatus(described, fmt::format("{}: loading raised", label),
+                                    StatusCode::kUnavailable, FailureClass::kSource,
+                                    options.call_timeout));
+  } catch (const std::exception& error) {
+    return Fail(InternalError(fmt::format("{}: {}", label, error.what())));
+  }
+}
+
+}  // namespace bizon
