@@ -45,9 +45,10 @@ std::string Escape(std::string text) {
 void Rows(std::string& out, const std::vector<FieldSpec>& fields, const std::string& prefix) {
   for (const FieldSpec& field : fields) {
     std::string name = prefix + field.name;
-    std::string default_text =
-        field.default_value && !field.default_value->is_map() ? "`" + field.default_value->ToJson() + "`"
-                                                              : "";
+    std::string default_text;
+    if (field.default_value && !field.default_value->is_map()) {
+      default_text = fmt::format("`{}`", field.default_value->ToJson());
+    }
     std::string notes = field.description;
     if (field.required) notes = "**required.** " + notes;
     if (field.secret) notes += " Secret: masked in output.";
