@@ -490,12 +490,12 @@ destination:
 
     def plan_kafka(self) -> Plan | Pending:
         broker = os.environ.get("BIZON_BENCH_KAFKA")
+        reasons = [why] if (why := self.probe_source_built("kafka")) else []
         if not broker:
-            return Pending("needs a broker: set BIZON_BENCH_KAFKA=host:port (bench/run.sh then "
+            reasons.append("needs a broker: set BIZON_BENCH_KAFKA=host:port (bench/run.sh then "
                            "installs bizon[kafka] and loads the topic)")
-        why = self.probe_source_built("kafka")
-        if why:
-            return Pending(why)
+        if reasons:
+            return Pending("; ".join(reasons))
         try:
             import confluent_kafka  # noqa: F401  (installed by bizon[kafka])
         except ImportError:

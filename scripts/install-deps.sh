@@ -9,6 +9,9 @@ build_packages=(
   libsqlite3-dev libpq-dev librdkafka-dev librabbitmq-dev libavro-dev
   python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
   clang-format
+  # The embedded Python's packages for custom sources written for the original: pydantic for
+  # their config classes, requests for their HTTP session, loguru for their logs.
+  python3-pydantic python3-requests python3-loguru
 )
 test_packages=(
   postgresql rabbitmq-server python3-venv time

@@ -1,9 +1,9 @@
 #include "engine/consumer.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "bizon/clock.h"
 #include "engine/progress.h"
@@ -131,8 +131,8 @@ Status Consumer::WriteOversized(QueueMessage& message) {
     size_t bytes = 0;
     size_t end = begin;
     while (end < records.size() &&
-           (end == begin || bytes + records.payload(end).size() <=
-                                static_cast<size_t>(settings_.buffer_bytes))) {
+           (end == begin ||
+            bytes + records.payload(end).size() <= static_cast<size_t>(settings_.buffer_bytes))) {
       bytes += records.payload(end).size();
       ++end;
     }
@@ -200,13 +200,12 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
         if (!message.source_exhausted && settings_.sync_mode != SyncMode::kFullRefresh) {
           // Stopped at max_iterations with data left: keep the job open so the next run
           // continues from here instead of moving the watermark past unfetched records.
-          Status paused = backend_.UpdateStreamJobStatus(plan_.job.id, JobStatus::kRunning,
-                                                         std::nullopt);
+          Status paused =
+              backend_.UpdateStreamJobStatus(plan_.job.id, JobStatus::kRunning, std::nullopt);
           if (!paused.ok()) return Failed(ReturnStatus::kBackendError, paused);
           Status released = backend_.SetJobOwner(plan_.job.id, "");
           if (!released.ok()) return Failed(ReturnStatus::kBackendError, released);
-          spdlog::info("Run capped by max_iterations; the next run continues job {}",
-                       plan_.job.id);
+          spdlog::info("Run capped by max_iterations; the next run continues job {}", plan_.job.id);
           progress_.Finish(true);
           return {};
         }
@@ -232,7 +231,8 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
         progress_.Finish(true);
         return {};
       }
-      case QueueMessage::Kind::kData: break;
+      case QueueMessage::Kind::kData:
+        break;
     }
 
     if (message.next_state) last_state_ = message.next_state;
@@ -257,9 +257,8 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
     } else if (size > settings_.buffer_bytes) {
       status = Flush();
       if (status.ok()) status = WriteOversized(message);
-    } else if (IsRipe(NowMicros()) ||
-               static_cast<int64_t>(buffer_.records.PayloadBytes()) + size >
-                   settings_.buffer_bytes) {
+    } else if (IsRipe(NowMicros()) || static_cast<int64_t>(buffer_.records.PayloadBytes()) + size >
+                                          settings_.buffer_bytes) {
       status = Flush();
       if (status.ok()) Add(message);
     } else {
@@ -280,8 +279,7 @@ std::optional<ReturnStatus> ParseReturnStatus(std::string_view text) {
   for (ReturnStatus status :
        {ReturnStatus::kSuccess, ReturnStatus::kRunning, ReturnStatus::kSourceError,
         ReturnStatus::kDestinationError, ReturnStatus::kBackendError, ReturnStatus::kQueueError,
-        ReturnStatus::kTransformError, ReturnStatus::kStreamError,
-        ReturnStatus::kKilledByRunner}) {
+        ReturnStatus::kTransformError, ReturnStatus::kStreamError, ReturnStatus::kKilledByRunner}) {
     if (ToString(status) == text) return status;
   }
   return std::nullopt;

@@ -1,11 +1,11 @@
 #include "engine/job.h"
 
+#include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 namespace bizon {
 namespace {
@@ -26,7 +26,9 @@ bool OwnerIsAlive(const std::string& owner) {
   return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-Status Backendify(Status status) { return std::move(status).WithFailureClass(FailureClass::kBackend); }
+Status Backendify(Status status) {
+  return std::move(status).WithFailureClass(FailureClass::kBackend);
+}
 
 }  // namespace
 
@@ -48,9 +50,10 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
                        FailureClass::kBackend));
   }
   if (running && !running->owner.empty()) {
-    spdlog::warn("Job {} for {} was left running by process {}, which is gone (killed or "
-                 "crashed); treating it as interrupted",
-                 running->id, label, running->owner);
+    spdlog::warn(
+        "Job {} for {} was left running by process {}, which is gone (killed or "
+        "crashed); treating it as interrupted",
+        running->id, label, running->owner);
   }
 
   bool resuming_reset = false;
@@ -64,9 +67,10 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
   std::optional<StreamReset> pending;
   if (settings.sync_mode != SyncMode::kIncremental) {
     if (settings.reset_requested) {
-      spdlog::warn("A reset was requested but sync_mode is {}: there is no incremental state to "
-                   "reset, ignoring it",
-                   ToString(settings.sync_mode));
+      spdlog::warn(
+          "A reset was requested but sync_mode is {}: there is no incremental state to "
+          "reset, ignoring it",
+          ToString(settings.sync_mode));
     }
   } else {
     auto pending_or = backend.GetPendingStreamReset(key);
@@ -170,9 +174,10 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
       }
       plan.window = std::move(window);
     } else {
-      spdlog::info("First incremental run for {}: no previous successful job, fetching "
-                   "everything",
-                   label);
+      spdlog::info(
+          "First incremental run for {}: no previous successful job, fetching "
+          "everything",
+          label);
     }
   }
   return plan;

@@ -1,8 +1,10 @@
 #include "engine/pipeline.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,9 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "bizon/clock.h"
 #include "engine/backend/backend_factory.h"
@@ -27,23 +26,32 @@ namespace bizon {
 
 std::string_view ToString(ReturnStatus status) {
   switch (status) {
-    case ReturnStatus::kSuccess: return "success";
-    case ReturnStatus::kRunning: return "running";
-    case ReturnStatus::kSourceError: return "source_error";
-    case ReturnStatus::kDestinationError: return "destination_error";
-    case ReturnStatus::kBackendError: return "backend_error";
-    case ReturnStatus::kQueueError: return "queue_error";
-    case ReturnStatus::kTransformError: return "transform_error";
-    case ReturnStatus::kStreamError: return "stream_error";
-    case ReturnStatus::kKilledByRunner: return "killed_by_runner";
+    case ReturnStatus::kSuccess:
+      return "success";
+    case ReturnStatus::kRunning:
+      return "running";
+    case ReturnStatus::kSourceError:
+      return "source_error";
+    case ReturnStatus::kDestinationError:
+      return "destination_error";
+    case ReturnStatus::kBackendError:
+      return "backend_error";
+    case ReturnStatus::kQueueError:
+      return "queue_error";
+    case ReturnStatus::kTransformError:
+      return "transform_error";
+    case ReturnStatus::kStreamError:
+      return "stream_error";
+    case ReturnStatus::kKilledByRunner:
+      return "killed_by_runner";
   }
   return "unknown";
 }
 
 std::string RunOutcome::StatusText() const {
   std::string verdict = success ? "Success" : "Failure";
-  if (stream) return fmt::format("Pipeline finished with status {} (Stream: {})", verdict,
-                                 ToString(*stream));
+  if (stream)
+    return fmt::format("Pipeline finished with status {} (Stream: {})", verdict, ToString(*stream));
   if (producer && consumer) {
     return fmt::format("Pipeline finished with status {} (Producer: {}, Consumer: {})", verdict,
                        ToString(*producer), ToString(*consumer));
@@ -74,16 +82,25 @@ namespace {
 
 std::string_view ErrorType(const Status& status) {
   switch (status.failure_class()) {
-    case FailureClass::kConfig: return "ConfigError";
-    case FailureClass::kSource: return "SourceError";
-    case FailureClass::kDestination: return "DestinationError";
-    case FailureClass::kBackend: return "BackendError";
-    case FailureClass::kQueue: return "QueueError";
-    case FailureClass::kTransform: return "TransformError";
-    case FailureClass::kStream: return "StreamError";
-    case FailureClass::kKilled: return "Killed";
+    case FailureClass::kConfig:
+      return "ConfigError";
+    case FailureClass::kSource:
+      return "SourceError";
+    case FailureClass::kDestination:
+      return "DestinationError";
+    case FailureClass::kBackend:
+      return "BackendError";
+    case FailureClass::kQueue:
+      return "QueueError";
+    case FailureClass::kTransform:
+      return "TransformError";
+    case FailureClass::kStream:
+      return "StreamError";
+    case FailureClass::kKilled:
+      return "Killed";
     case FailureClass::kNone:
-    case FailureClass::kUnknown: return "Error";
+    case FailureClass::kUnknown:
+      return "Error";
   }
   return "Error";
 }
@@ -91,14 +108,22 @@ std::string_view ErrorType(const Status& status) {
 FailureClass ClassOf(ReturnStatus status) {
   switch (status) {
     case ReturnStatus::kSuccess:
-    case ReturnStatus::kRunning: return FailureClass::kNone;
-    case ReturnStatus::kSourceError: return FailureClass::kSource;
-    case ReturnStatus::kDestinationError: return FailureClass::kDestination;
-    case ReturnStatus::kBackendError: return FailureClass::kBackend;
-    case ReturnStatus::kQueueError: return FailureClass::kQueue;
-    case ReturnStatus::kTransformError: return FailureClass::kTransform;
-    case ReturnStatus::kStreamError: return FailureClass::kStream;
-    case ReturnStatus::kKilledByRunner: return FailureClass::kKilled;
+    case ReturnStatus::kRunning:
+      return FailureClass::kNone;
+    case ReturnStatus::kSourceError:
+      return FailureClass::kSource;
+    case ReturnStatus::kDestinationError:
+      return FailureClass::kDestination;
+    case ReturnStatus::kBackendError:
+      return FailureClass::kBackend;
+    case ReturnStatus::kQueueError:
+      return FailureClass::kQueue;
+    case ReturnStatus::kTransformError:
+      return FailureClass::kTransform;
+    case ReturnStatus::kStreamError:
+      return FailureClass::kStream;
+    case ReturnStatus::kKilledByRunner:
+      return FailureClass::kKilled;
   }
   return FailureClass::kUnknown;
 }
@@ -120,8 +145,8 @@ RunOutcome EarlyFailure(FailureClass failure_class, const Status& status) {
 /// and stream jobs stay resumable from their last committed cursor.
 void RecordJobFailure(Backend& backend, const PipelineSettings& settings, const JobPlan& plan,
                       const std::string& error) {
-  JobStatus status = settings.sync_mode == SyncMode::kFullRefresh ? JobStatus::kFailed
-                                                                  : JobStatus::kRunning;
+  JobStatus status =
+      settings.sync_mode == SyncMode::kFullRefresh ? JobStatus::kFailed : JobStatus::kRunning;
   backend.UpdateStreamJobStatus(plan.job.id, status, error.substr(0, 250))
       .IgnoreError();  // The run already failed; its own error is the one to report.
   backend.SetJobOwner(plan.job.id, "").IgnoreError();  // Same: best effort.
@@ -258,11 +283,11 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
   SidesResult result;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    result.producer = {ReturnStatus::kQueueError,
-                       Status(StatusCode::kUnavailable,
-                              fmt::format("cannot create the producer pipe: {}",
-                                          std::strerror(errno)),
-                              FailureClass::kQueue)};
+    result.producer = {
+        ReturnStatus::kQueueError,
+        Status(StatusCode::kUnavailable,
+               fmt::format("cannot create the producer pipe: {}", std::strerror(errno)),
+               FailureClass::kQueue)};
     result.consumer = {ReturnStatus::kQueueError, std::nullopt, result.producer.error};
     return result;
   }
@@ -337,9 +362,9 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
                   code <= static_cast<int>(ReturnStatus::kKilledByRunner));
     result.producer.status = known ? static_cast<ReturnStatus>(code) : ReturnStatus::kSourceError;
     if (result.producer.status != ReturnStatus::kSuccess) {
-      result.producer.error = Status(
-          StatusCode::kAborted, fmt::format("the producer process exited with code {}", code),
-          FailureClass::kSource);
+      result.producer.error = Status(StatusCode::kAborted,
+                                     fmt::format("the producer process exited with code {}", code),
+                                     FailureClass::kSource);
     }
   } else {
     int signal_number = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
@@ -394,8 +419,8 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
         .to_source_iteration = iteration,
         .rows_written = static_cast<int64_t>(fetched->records.size()),
         .success = true,
-        .pagination = last ? std::nullopt
-                           : std::optional<std::string>(fetched->next_pagination.ToJson()),
+        .pagination =
+            last ? std::nullopt : std::optional<std::string>(fetched->next_pagination.ToJson()),
         .destination_state =
             state.is_null() ? std::nullopt : std::optional<std::string>(state.ToJson())};
     Status recorded = backend.CreateDestinationCursor(cursor);
@@ -435,9 +460,9 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   parts.destination_descriptor = registry.FindDestination(settings.destination_name);
   if (parts.source_descriptor == nullptr || !parts.source_descriptor->factory) {
     return EarlyFailure(FailureClass::kConfig,
-                        InvalidArgumentError(fmt::format(
-                            "source '{}' is declared but not implemented in this build",
-                            settings.key.source_name)));
+                        InvalidArgumentError(
+                            fmt::format("source '{}' is declared but not implemented in this build",
+                                        settings.key.source_name)));
   }
   if (parts.destination_descriptor == nullptr || !parts.destination_descriptor->factory) {
     return EarlyFailure(FailureClass::kConfig,
@@ -475,6 +500,11 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
     if (!acquired) return EarlyFailure(FailureClass::kBackend, acquired.error());
     lock.emplace(std::move(*acquired));
   }
+  // A backend shared across hosts (PostgreSQL) has a lock of its own; the others do nothing here.
+  if (Status locked = backend.AcquireRunLock(settings.key); !locked.ok()) {
+    return EarlyFailure(FailureClass::kBackend, locked);
+  }
+  bool holds_run_lock = lock.has_value() || HasRunLock(settings.backend_config);
 
   parts.source_context = {.pipeline_name = settings.key.name,
                           .stream = settings.key.stream_name,
@@ -488,7 +518,7 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                         connected.WithContext("error while connecting to source"));
   }
 
-  auto plan_or = InitJob(backend, settings, source, /*holds_run_lock=*/lock.has_value());
+  auto plan_or = InitJob(backend, settings, source, holds_run_lock);
   if (!plan_or) return EarlyFailure(FailureClass::kBackend, plan_or.error());
   const JobPlan& plan = *plan_or;
 

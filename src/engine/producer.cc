@@ -56,10 +56,10 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
     }
     if (backend != nullptr && iteration % settings.sync_cursor_every == 0) {
       Status written = backend->CreateSourceCursor({.job_id = plan.job.id,
-                                                   .key = settings.key,
-                                                   .iteration = iteration,
-                                                   .rows_fetched = rows_fetched,
-                                                   .next_pagination = pagination.ToJson()});
+                                                    .key = settings.key,
+                                                    .iteration = iteration,
+                                                    .rows_fetched = rows_fetched,
+                                                    .next_pagination = pagination.ToJson()});
       if (!written.ok()) {
         return FailWith(sink, iteration, ReturnStatus::kBackendError,
                         written.WithFailureClass(FailureClass::kBackend));
@@ -69,8 +69,9 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
     Result<SourceIteration> fetched =
         use_window ? source.GetRecordsAfter(*plan.window, pagination) : source.Get(pagination);
     if (!fetched) {
-      Status error = fetched.error().WithFailureClass(FailureClass::kSource).WithContext(
-          fmt::format("{} iteration {}", label, iteration));
+      Status error = fetched.error()
+                         .WithFailureClass(FailureClass::kSource)
+                         .WithContext(fmt::format("{} iteration {}", label, iteration));
       spdlog::error("Source {} failed at iteration {}: {}", label, iteration,
                     fetched.error().message());
       return FailWith(sink, iteration, ReturnStatus::kSourceError, std::move(error));
@@ -78,8 +79,7 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
     SourceIteration& page = *fetched;
     bool last = page.IsLast();
     rows_fetched += static_cast<int64_t>(page.records.size());
-    spdlog::debug("Source: {} - Iteration {} - Fetched: {}", label, iteration,
-                  page.records.size());
+    spdlog::debug("Source: {} - Iteration {} - Fetched: {}", label, iteration, page.records.size());
 
     QueueMessage message;
     message.kind = QueueMessage::Kind::kData;

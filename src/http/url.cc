@@ -109,8 +109,10 @@ std::optional<std::string> FindLink(std::string_view link_header, std::string_vi
     if (close == std::string_view::npos) return std::nullopt;
     std::string_view target = link_header.substr(open + 1, close - open - 1);
     size_t next = link_header.find('<', close);
-    std::string_view params = link_header.substr(
-        close + 1, next == std::string_view::npos ? std::string_view::npos : next - close - 1);
+    std::string_view params = Trim(link_header.substr(
+        close + 1, next == std::string_view::npos ? std::string_view::npos : next - close - 1));
+    // The comma separating this link from the next one.
+    if (!params.empty() && params.back() == ',') params.remove_suffix(1);
     size_t start = 0;
     while (start < params.size()) {
       size_t semicolon = params.find(';', start);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <expected>
 #include <fstream>
 #include <string>
@@ -104,6 +106,188 @@ int YamlLine(std::string_view file_name, SourceMark mark, int code_line) {
 
 std::string QuotedId(std::string_view id) { return fmt::format("'{}'", id); }
 
+// The text of a str that json.dumps produced (ASCII only); empty on error.
+std::string_view AsciiView(PyObject* text) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text, &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    return {};
+  }
+  return {data, static_cast<size_t>(size)};
+}
+
+// json.dumps(value) with Python's defaults, written straight into `out` for the common types:
+// exact dict, list, tuple, str, int, float, bool and None, with the C encoder's rules (ASCII
+// escapes with lowercase hex and surrogate pairs, DEL escaped, float repr, NaN/Infinity, keys
+// from str/float/bool/None/int). Returns false, leaving `out` in any state, for anything else
+// (subclasses, unsupported types, very deep nesting): the caller then asks json itself, which
+// also raises the exact error.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
+
+  bool Write(PyObject* value, int depth = 0) {
+    if (depth > kMaxDepth) return false;  // Possibly circular: json reports it exactly.
+    if (value == Py_None) {
+      out_ += "null";
+    } else if (value == Py_True) {
+      out_ += "true";
+    } else if (value == Py_False) {
+      out_ += "false";
+    } else if (PyUnicode_CheckExact(value)) {
+      return WriteString(value);
+    } else if (PyLong_CheckExact(value)) {
+      return WriteInteger(value);
+    } else if (PyFloat_CheckExact(value)) {
+      return WriteFloat(PyFloat_AS_DOUBLE(value));
+    } else if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+      Py_ssize_t size = PySequence_Fast_GET_SIZE(value);
+      PyObject** items = PySequence_Fast_ITEMS(value);
+      out_ += '[';
+      for (Py_ssize_t i = 0; i < size; ++i) {
+        if (i > 0) out_ += ", ";
+        if (!Write(items[i], depth + 1)) return false;
+      }
+      out_ += ']';
+    } else if (PyDict_CheckExact(value)) {
+      out_ += '{';
+      Py_ssize_t position = 0;
+      PyObject* key = nullptr;
+      PyObject* item = nullptr;
+      bool first = true;
+      while (PyDict_Next(value, &position, &key, &item)) {
+        if (!first) out_ += ", ";
+        first = false;
+        if (!WriteKey(key) || (out_ += ": ", !Write(item, depth + 1))) return false;
+      }
+      out_ += '}';
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 400;
+
+  bool WriteKey(PyObject* key) {
+    if (PyUnicode_CheckExact(key)) return WriteString(key);
+    out_ += '"';
+    if (PyFloat_CheckExact(key)) {
+      if (!WriteFloat(PyFloat_AS_DOUBLE(key))) return false;
+    } else if (key == Py_True) {
+      out_ += "true";
+    } else if (key == Py_False) {
+      out_ += "false";
+    } else if (key == Py_None) {
+      out_ += "null";
+    } else if (PyLong_CheckExact(key)) {
+      if (!WriteInteger(key)) return false;
+    } else {
+      return false;
+    }
+    out_ += '"';
+    return true;
+  }
+
+  bool WriteInteger(PyObject* value) {
+    int overflow = 0;
+    long long integer = PyLong_AsLongLongAndOverflow(value, &overflow);  // NOLINT(google-runtime-int)
+    if (overflow == 0) {
+      if (integer == -1 && PyErr_Occurred() != nullptr) {
+        PyErr_Clear();
+        return false;
+      }
+      fmt::format_to(std::back_inserter(out_), "{}", integer);
+      return true;
+    }
+    Ref text(PyObject_Repr(value));
+    std::string_view digits = text ? AsciiView(text.get()) : std::string_view();
+    if (digits.empty()) {
+      PyErr_Clear();
+      return false;
+    }
+    out_ += digits;
+    return true;
+  }
+
+  bool WriteFloat(double value) {
+    if (std::isnan(value)) {
+      out_ += "NaN";
+    } else if (std::isinf(value)) {
+      out_ += value > 0 ? "Infinity" : "-Infinity";
+    } else {
+      char* text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
+      if (text == nullptr) {
+        PyErr_Clear();
+        return false;
+      }
+      out_ += text;
+      PyMem_Free(text);
+    }
+    return true;
+  }
+
+  void Escape(uint32_t c) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    auto unit = [&](uint32_t u) {
+      char escaped[6] = {'\\', 'u', kHex[(u >> 12) & 0xf], kHex[(u >> 8) & 0xf],
+                         kHex[(u >> 4) & 0xf], kHex[u & 0xf]};
+      out_.append(escaped, sizeof(escaped));
+    };
+    switch (c) {
+      case '"': out_ += "\\\""; return;
+      case '\\': out_ += "\\\\"; return;
+      case '\b': out_ += "\\b"; return;
+      case '\f': out_ += "\\f"; return;
+      case '\n': out_ += "\\n"; return;
+      case '\r': out_ += "\\r"; return;
+      case '\t': out_ += "\\t"; return;
+      default: break;
+    }
+    if (c >= 0x10000) {
+      uint32_t v = c - 0x10000;
+      unit(0xd800 | ((v >> 10) & 0x3ff));
+      unit(0xdc00 | (v & 0x3ff));
+    } else {
+      unit(c);
+    }
+  }
+
+  bool WriteString(PyObject* text) {
+    out_ += '"';
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void* data = PyUnicode_DATA(text);
+    if (PyUnicode_IS_ASCII(text)) {
+      const char* ascii = static_cast<const char*>(data);
+      Py_ssize_t start = 0;
+      for (Py_ssize_t i = 0; i < length; ++i) {
+        char c = ascii[i];
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') continue;
+        out_.append(ascii + start, static_cast<size_t>(i - start));
+        Escape(static_cast<unsigned char>(c));
+        start = i + 1;
+      }
+      out_.append(ascii + start, static_cast<size_t>(length - start));
+    } else {
+      for (Py_ssize_t i = 0; i < length; ++i) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+          out_ += static_cast<char>(c);
+        } else {
+          Escape(c);
+        }
+      }
+    }
+    out_ += '"';
+    return true;
+  }
+
+  std::string& out_;
+};
+
 }  // namespace
 
 struct TransformChain::Impl {
@@ -117,6 +301,12 @@ struct TransformChain::Impl {
   PyObject* dumps = nullptr;     // Owned: json.JSONEncoder().encode.
   PyObject* data_key = nullptr;  // Owned: the interned "data".
   PyObject* builtins_key = nullptr;
+  // The C halves of loads/dumps (_bizon_runtime.transform_codec), null without _json.
+  PyObject* scan_once = nullptr;
+  PyObject* c_encoder = nullptr;
+  PyObject* markers = nullptr;
+  PyObject* zero = nullptr;
+  PyObject* empty = nullptr;
 
   ~Impl() {
     if (transforms.empty() && loads == nullptr) return;  // Never touched Python.
@@ -126,6 +316,55 @@ struct TransformChain::Impl {
     Py_XDECREF(dumps);
     Py_XDECREF(data_key);
     Py_XDECREF(builtins_key);
+    Py_XDECREF(scan_once);
+    Py_XDECREF(c_encoder);
+    Py_XDECREF(markers);
+    Py_XDECREF(zero);
+    Py_XDECREF(empty);
+  }
+
+  // json.loads(text): the scanner called directly, whitespace around the document skipped as
+  // decode() skips it. Anything unusual goes through loads itself, for its exact error.
+  PyObject* Parse(PyObject* text, std::string_view bytes) const {
+    if (scan_once == nullptr) return PyObject_CallOneArg(loads, text);
+    auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    size_t lead = 0;
+    while (lead < bytes.size() && is_space(bytes[lead])) ++lead;
+    size_t trail = 0;
+    while (trail < bytes.size() - lead && is_space(bytes[bytes.size() - 1 - trail])) ++trail;
+    Ref index(PyLong_FromSize_t(lead));
+    if (!index) return nullptr;
+    PyObject* arguments[] = {text, index.get()};
+    Ref scanned(PyObject_Vectorcall(scan_once, arguments, 2, nullptr));
+    if (scanned && PyTuple_Check(scanned.get()) && PyTuple_GET_SIZE(scanned.get()) == 2) {
+      Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(scanned.get(), 1));
+      if (end == PyUnicode_GET_LENGTH(text) - static_cast<Py_ssize_t>(trail)) {
+        PyObject* value = PyTuple_GET_ITEM(scanned.get(), 0);
+        Py_INCREF(value);
+        return value;
+      }
+    }
+    PyErr_Clear();  // StopIteration or "Extra data": let loads raise the JSONDecodeError.
+    return PyObject_CallOneArg(loads, text);
+  }
+
+  // json.dumps(value) with the defaults: the C encoder's chunks joined, as encode() does.
+  PyObject* Serialise(PyObject* value) const {
+    if (c_encoder == nullptr) return PyObject_CallOneArg(dumps, value);
+    PyObject* arguments[] = {value, zero};
+    Ref chunks(PyObject_Vectorcall(c_encoder, arguments, 2, nullptr));
+    if (!chunks) {
+      // A failed call can leave entries in the circular-reference registry: empty it, keeping
+      // the error for the caller.
+      PyObject* type = nullptr;
+      PyObject* error = nullptr;
+      PyObject* trace = nullptr;
+      PyErr_Fetch(&type, &error, &trace);
+      PyDict_Clear(markers);
+      PyErr_Restore(type, error, trace);
+      return nullptr;
+    }
+    return PyUnicode_Join(empty, chunks.get());
   }
 
   Status RecordError(const RecordBatch& batch, size_t index, std::string_view label,
@@ -146,6 +385,7 @@ struct TransformChain::Impl {
   // Runs the chain over `batch` into `out`. GIL held.
   Status Run(const RecordBatch& batch, RecordBatch& out, std::atomic<uint64_t>& progress) const {
     PyObject* builtins = PyEval_GetBuiltins();  // Borrowed: the builtins module's dict.
+    std::string json;  // The current record's JSON text, reused across records.
     size_t count = batch.size();
     for (size_t i = 0; i < count; ++i) {
       progress.store(i + 1, std::memory_order_relaxed);
@@ -153,15 +393,16 @@ struct TransformChain::Impl {
       Ref text(PyUnicode_DecodeUTF8(payload.data(), static_cast<Py_ssize_t>(payload.size()),
                                     "strict"));
       if (!text) return RecordError(batch, i, "", "");
-      Ref data(PyObject_CallOneArg(loads, text.get()));
+      Ref data(Parse(text.get(), payload));
       if (!data) return RecordError(batch, i, "", "");
-      Ref serialised;
       for (size_t t = 0; t < transforms.size(); ++t) {
         const Compiled& transform = transforms[t];
         if (t > 0) {
           // The original re-parses the previous transform's JSON text: same types (tuples become
           // lists, int keys strings) for the next snippet.
-          data = PyObject_CallOneArg(loads, serialised.get());
+          Ref previous(PyUnicode_DecodeASCII(json.data(), static_cast<Py_ssize_t>(json.size()),
+                                             "strict"));
+          data = previous ? Parse(previous.get(), json) : nullptr;
           if (!data) return RecordError(batch, i, transform.label, " (parsing its input)");
         }
         Ref globals(PyDict_New());
@@ -179,16 +420,16 @@ struct TransformChain::Impl {
           }
           return RecordError(batch, i, transform.label, "");
         }
-        serialised = PyObject_CallOneArg(dumps, rebound);
-        if (!serialised) {
-          return RecordError(batch, i, transform.label, " (serialising its result to JSON)");
+        json.clear();
+        if (!JsonWriter(json).Write(rebound)) {
+          Ref serialised(Serialise(rebound));
+          if (!serialised) {
+            return RecordError(batch, i, transform.label, " (serialising its result to JSON)");
+          }
+          json.assign(AsciiView(serialised.get()));
         }
       }
-      Py_ssize_t size = 0;
-      const char* json = PyUnicode_AsUTF8AndSize(serialised.get(), &size);
-      if (json == nullptr) return RecordError(batch, i, transforms.back().label, "");
-      out.Add(batch.id(i), std::string_view(json, static_cast<size_t>(size)),
-              batch.timestamp_us(i), batch.destination_id(i));
+      out.Add(batch.id(i), json, batch.timestamp_us(i), batch.destination_id(i));
     }
     return Status::Ok();
   }
@@ -225,6 +466,14 @@ Result<std::unique_ptr<TransformChain>> TransformChain::Compile(const Value& tra
     impl->dumps = py::object(runtime.attr("transform_dumps")).release().ptr();
     impl->data_key = PyUnicode_InternFromString("data");
     impl->builtins_key = PyUnicode_InternFromString("__builtins__");
+    py::object codec = runtime.attr("transform_codec")();
+    if (!codec.is_none()) {
+      impl->scan_once = py::object(codec[py::int_(0)]).release().ptr();
+      impl->c_encoder = py::object(codec[py::int_(1)]).release().ptr();
+      impl->markers = py::object(codec[py::int_(2)]).release().ptr();
+      impl->zero = PyLong_FromLong(0);
+      impl->empty = PyUnicode_FromStringAndSize("", 0);
+    }
   } catch (py::error_already_set& error) {
     python::PythonError described = python::DescribeError(error);
     return Fail(python::ErrorStatus(described, "cannot compile the transforms",

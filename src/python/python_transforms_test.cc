@@ -1,5 +1,6 @@
 #include "python/python_transforms.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -125,6 +126,57 @@ transforms:
             R"("n": 1.5e+20, "t": true, "z": null, "f": 0.1, "e": [], "o": {}})");
 }
 
+TEST(PythonTransformsTest, WritesTheBytesOfJsonDumpsForRandomValues) {
+  // One chain builds a random value per record and lets bizon write it; the other writes
+  // json.dumps of the same value as a JSON string: decoding that string gives the expected bytes.
+  // Top-level names are invisible inside functions (empty globals): defaults carry them.
+  constexpr const char* kBuild = R"(
+import random
+rng = random.Random(data['seed'])
+alphabet = ['a', 'Z', ' ', '"', '\\', '/', '\n', '\t', '\x00', '\x1f', '\x7f', '\x80', 'é', 'ÿ',
+            '\u2028', '北', '\ud800', '😀', '\U0010ffff']
+def text(rng=rng, alphabet=alphabet):
+    return ''.join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+def scalar(rng=rng, text=text):
+    kind = rng.randint(0, 8)
+    if kind == 0: return None
+    if kind == 1: return rng.random() < 0.5
+    if kind == 2: return rng.randint(-2**70, 2**70)
+    if kind == 3: return rng.randint(-1000, 1000)
+    if kind == 4: return rng.choice([0.1, -0.0, 1e22, 1.5e-7, 123456.789, float('inf'), float('nan'), 2.0**60])
+    if kind == 5: return rng.uniform(-1e6, 1e6)
+    return text()
+def build(level, me, rng=rng, scalar=scalar, text=text):
+    if level > 3 or rng.random() < 0.3: return scalar()
+    if rng.random() < 0.5:
+        return [me(level + 1, me) for _ in range(rng.randint(0, 4))] + ([(1, 'x')] if rng.random() < 0.2 else [])
+    keys = [text(), rng.randint(-5, 5), 1.5, True, False, None]
+    return {rng.choice(keys): me(level + 1, me) for _ in range(rng.randint(0, 4))}
+value = build(0, build)
+)";
+  auto make = [&](const std::string& tail) {
+    return TransformChain::Compile(Value(Value::List{Value(Value::Map{
+        {"label", Value("random")}, {"python", Value(std::string(kBuild) + tail)}})}));
+  };
+  auto written = make("data = value\n");
+  auto expected = make("import json\ndata = json.dumps(value)\n");
+  ASSERT_TRUE(written.has_value()) << written.error().message();
+  ASSERT_TRUE(expected.has_value()) << expected.error().message();
+  std::vector<std::string> seeds;
+  for (int seed = 0; seed < 2000; ++seed) seeds.push_back(fmt::format("{{\"seed\": {}}}", seed));
+  RecordBatch ours = Batch(seeds);
+  RecordBatch theirs = Batch(seeds);
+  Status status = (*written)->Apply(ours);
+  ASSERT_TRUE(status.ok()) << status.message();
+  status = (*expected)->Apply(theirs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  for (size_t i = 0; i < ours.size(); ++i) {
+    auto reference = Value::FromJson(theirs.payload(i));
+    ASSERT_TRUE(reference.has_value()) << theirs.payload(i);
+    ASSERT_EQ(ours.payload(i), reference->AsString()) << "seed " << i;
+  }
+}
+
 TEST(PythonTransformsTest, RemovesCommonIndentation) {
   Value transforms(Value::List{Value(Value::Map{
       {"label", Value("indented")},
@@ -216,6 +268,44 @@ transforms:
             std::string::npos)
       << status.message();
   EXPECT_NE(status.message().find("JSONDecodeError"), std::string::npos) << status.message();
+}
+
+TEST(PythonTransformsTest, ParsesLikeJsonLoads) {
+  auto chain = Chain(R"(
+transforms:
+  - label: any
+    python: pass
+)");
+  RecordBatch batch = Batch({" \t{\"a\": [1, 2.50, 1e400, 123456789012345678901234567890]}\r\n",
+                             "\"text\"", "NaN"});
+  ASSERT_TRUE(chain->Apply(batch).ok());
+  EXPECT_EQ(Payloads(batch),
+            (std::vector<std::string>{R"({"a": [1, 2.5, Infinity, 123456789012345678901234567890]})",
+                                      R"("text")", "NaN"}));
+  RecordBatch extra = Batch({R"({"a": 1} x)"});
+  Status status = chain->Apply(extra);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("JSONDecodeError: Extra data: line 1 column 10 (char 9)"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(PythonTransformsTest, CircularResultIsAnErrorAndLeavesNoTrace) {
+  auto chain = Chain(R"(
+transforms:
+  - label: loop
+    python: |
+      if data.get('loop'):
+          data['self'] = data
+)");
+  RecordBatch batch = Batch({R"({"loop": true})"});
+  Status status = chain->Apply(batch);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("ValueError: Circular reference detected"), std::string::npos)
+      << status.message();
+  RecordBatch next = Batch({R"({"loop": false, "nested": {"x": [1]}})"});
+  ASSERT_TRUE(chain->Apply(next).ok());
+  EXPECT_EQ(next.payload(0), R"({"loop": false, "nested": {"x": [1]}})");
 }
 
 TEST(PythonTransformsTest, DeletingDataIsAnError) {

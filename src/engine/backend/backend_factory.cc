@@ -58,6 +58,8 @@ std::optional<std::string> SqliteFilePath(const Value& backend) {
   return SqlitePath(backend);
 }
 
+bool HasRunLock(const Value& backend) { return backend.GetString("type", "sqlite") == "postgres"; }
+
 bool IsProcessLocal(const Value& backend) {
   return backend.GetString("type", "sqlite") == "sqlite_in_memory";
 }

@@ -37,6 +37,27 @@ _MICROSECOND = timedelta(microseconds=1)
 # (ASCII-escaped, ", " and ": " separators). Bound once: same bytes, less per-call overhead.
 transform_loads = json.JSONDecoder().decode
 transform_dumps = json.JSONEncoder().encode
+
+
+def transform_codec():
+    """(scan_once, c_encoder, markers): the C halves of transform_loads and transform_dumps, for
+    the per-record loop in python_transforms.cc. The C++ side skips the whitespace decode() skips
+    and joins the encoder's chunks as encode() does; it falls back to the full functions for the
+    exact error of a payload that does not parse. `markers` is the circular-reference registry
+    the encoder was built with (cleared by the caller after a failed call); None when the C
+    accelerators are missing."""
+    from json import decoder, encoder
+
+    if encoder.c_make_encoder is None or decoder.c_scanstring is None:
+        return None
+    json_encoder = json.JSONEncoder()
+    markers = {}
+    c_encoder = encoder.c_make_encoder(
+        markers, json_encoder.default, encoder.encode_basestring_ascii, None,
+        json_encoder.key_separator, json_encoder.item_separator, False, False, True)
+    return json.JSONDecoder().scan_once, c_encoder, markers
+
+
 # Source records: json.dumps(data, ensure_ascii=False), the original's producer encoding.
 record_dumps = json.JSONEncoder(ensure_ascii=False).encode
 

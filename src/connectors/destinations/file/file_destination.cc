@@ -1,6 +1,9 @@
 #include "connectors/destinations/file/file_destination.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +13,6 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
-
-#include <fmt/format.h>
-#include <simdjson.h>
-#include <spdlog/spdlog.h>
 
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
@@ -155,9 +154,12 @@ std::string FileDestination::MainPath(std::string_view destination_id) const {
 
 std::string FileDestination::StagingPath(std::string_view destination_id) const {
   switch (sync_.sync_mode) {
-    case SyncMode::kFullRefresh: return std::string(destination_id) + "_temp.json";
-    case SyncMode::kIncremental: return std::string(destination_id) + "_incremental.json";
-    case SyncMode::kStream: return MainPath(destination_id);
+    case SyncMode::kFullRefresh:
+      return std::string(destination_id) + "_temp.json";
+    case SyncMode::kIncremental:
+      return std::string(destination_id) + "_incremental.json";
+    case SyncMode::kStream:
+      return MainPath(destination_id);
   }
   return MainPath(destination_id);
 }
@@ -242,7 +244,8 @@ Status FileDestination::Open(const Value& resume_state) {
   // A fresh job: anything staged belongs to an abandoned job whose rows will be fetched again.
   std::string journal = JournalPath(default_destination_id_);
   if (std::filesystem::exists(journal)) {
-    spdlog::warn("File destination: removing the append journal {} left by an earlier job", journal);
+    spdlog::warn("File destination: removing the append journal {} left by an earlier job",
+                 journal);
     ::unlink(journal.c_str());
   }
   return Track(default_destination_id_);
@@ -333,7 +336,8 @@ Status FileDestination::Finalize() {
     switch (sync_.sync_mode) {
       case SyncMode::kFullRefresh:
         if (std::filesystem::exists(staging)) {
-          if (::rename(staging.c_str(), main.c_str()) != 0) return IoError("cannot rename", staging);
+          if (::rename(staging.c_str(), main.c_str()) != 0)
+            return IoError("cannot rename", staging);
           SyncDirectoryOf(main);
         } else if (!std::filesystem::exists(main)) {
           return Status(StatusCode::kDataLoss,
@@ -357,7 +361,8 @@ Status FileDestination::Finalize() {
         BIZON_RETURN_IF_ERROR(CopyAppend(staging, main));
         break;
       }
-      case SyncMode::kStream: break;
+      case SyncMode::kStream:
+        break;
     }
   }
   return Status::Ok();
@@ -380,9 +385,11 @@ Status RegisterFileDestination(ConnectorRegistry& registry) {
       .name = "file",
       .description = "Local NDJSON files, published atomically.",
       .alias = "file",
-      .config = {.fields = {{.name = "format", .type = FieldType::kEnum,
+      .config = {.fields = {{.name = "format",
+                             .type = FieldType::kEnum,
                              .description = "Output format; json (NDJSON) is the only one.",
-                             .default_value = Value("json"), .enum_values = {"json"}}},
+                             .default_value = Value("json"),
+                             .enum_values = {"json"}}},
                  .unknown_keys = UnknownKeys::kError},
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         return std::make_unique<FileDestination>(context);

@@ -51,8 +51,8 @@ class FileDestination final : public Destination {
   /// Adds `destination_id` to the job's manifest before its first write, and empties its staging
   /// file (whatever is there belongs to an abandoned job).
   Status Track(const std::string& destination_id);
-  Status AppendUnnested(std::string& out, std::string_view destination_id,
-                        std::string_view payload, std::string_view record_id);
+  Status AppendUnnested(std::string& out, std::string_view destination_id, std::string_view payload,
+                        std::string_view record_id);
   Value CurrentState() const;
 
   SyncMetadata sync_;

@@ -2,7 +2,10 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <string>
 #include <utility>
 
@@ -37,14 +40,28 @@ StatusCode CodeForSqlState(std::string_view state) {
   return StatusCode::kInternal;
 }
 
-/// One line: libpq messages end with a newline and sometimes hold several.
+/// One line: libpq messages end with a newline and may hold several, indented with tabs.
 std::string OneLine(std::string_view text) {
-  std::string line(text);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
+  std::string line;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r' || c == ' ') {
+      space = !line.empty();
+      continue;
+    }
+    if (space) line.push_back(' ');
+    space = false;
+    line.push_back(c);
   }
   return line;
+}
+
+// A lost connection is re-opened for this long (the server restarting, a network blip) before
+// the call fails: long enough for a restart, short enough that a dead server fails the run soon.
+constexpr auto kReconnectFor = std::chrono::seconds(10);
+
+void LogNotice(void* /*unused*/, const char* message) {
+  spdlog::debug("PostgreSQL: {}", OneLine(message));
 }
 
 }  // namespace
@@ -177,6 +194,8 @@ Status PgConnection::Open() {
   }
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string detail = OneLine(PQerrorMessage(conn_));
+    PQfinish(conn_);
+    conn_ = nullptr;
     // The server answered and said no: the configuration must change, retrying will not help.
     bool refused = detail.find("authentication failed") != std::string::npos ||
                    detail.find("does not exist") != std::string::npos ||
@@ -186,6 +205,8 @@ Status PgConnection::Open() {
                   fmt::format("could not connect to PostgreSQL at {}: {}", Describe(), detail),
                   failure_class_);
   }
+  // NOTICEs ("relation already exists, skipping") would go to stderr; they are expected chatter.
+  PQsetNoticeProcessor(conn_, &LogNotice, nullptr);
   // Results are read as text in a fixed form whatever the server's or role's defaults are.
   PGresult* set = PQexec(conn_,
                          "SET datestyle = 'ISO, YMD'; SET timezone = 'UTC'; "
@@ -197,8 +218,27 @@ Status PgConnection::Open() {
 
 Status PgConnection::EnsureConnected() {
   if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
-  spdlog::warn("The PostgreSQL connection to {} was lost; reconnecting", Describe());
-  BIZON_RETURN_IF_ERROR(Open());
+  // After a whole reconnect window failed, each later call tries once: a run failing because
+  // the server is down must not wait out the window again for every bookkeeping call.
+  auto deadline = std::chrono::steady_clock::now() +
+                  (server_down_ ? std::chrono::seconds(0) : kReconnectFor);
+  if (!server_down_) {
+    spdlog::warn("The PostgreSQL connection to {} was lost; reconnecting", Describe());
+  }
+  auto delay = std::chrono::milliseconds(100);
+  for (;;) {
+    Status opened = Open();
+    if (opened.ok()) break;
+    if (opened.code() != StatusCode::kUnavailable ||
+        std::chrono::steady_clock::now() + delay > deadline) {
+      if (opened.code() == StatusCode::kUnavailable) server_down_ = true;
+      return opened;
+    }
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+  }
+  server_down_ = false;
+  spdlog::info("Reconnected to PostgreSQL at {}", Describe());
   if (reconnect_hook_) BIZON_RETURN_IF_ERROR(reconnect_hook_(*this));
   return Status::Ok();
 }
@@ -221,15 +261,30 @@ Result<PgResult> PgConnection::Execute(std::string_view sql, std::string_view wh
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const PgParam& param : params) values.push_back(param ? param->c_str() : nullptr);
-  PGresult* raw =
-      params.empty()
-          ? PQexec(conn_, text.c_str())
-          : PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
-                         values.data(), nullptr, nullptr, /*resultFormat=*/0);
-  PgResult result(raw);
-  ExecStatusType status = raw != nullptr ? PQresultStatus(raw) : PGRES_FATAL_ERROR;
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return Fail(ErrorFrom(raw, what));
-  return result;
+  // Outside a transaction a statement is resent once over a new connection when the old one
+  // died under it (see the header: such statements are idempotent or keyed by a client id).
+  // Inside one, the server rolled the transaction back with the session: the caller must fail.
+  bool may_resend = !InTransaction();
+  for (int attempt = 0;; ++attempt) {
+    PGresult* raw =
+        params.empty()
+            ? PQexec(conn_, text.c_str())
+            : PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                           values.data(), nullptr, nullptr, /*resultFormat=*/0);
+    PgResult result(raw);
+    ExecStatusType status = raw != nullptr ? PQresultStatus(raw) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
+    if (attempt == 0 && may_resend && PQstatus(conn_) != CONNECTION_OK) {
+      BIZON_RETURN_IF_ERROR(EnsureConnected());
+      continue;
+    }
+    const char* state = raw != nullptr ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
+    if (attempt > 0 && state != nullptr && std::string_view(state) == "23505") {
+      // Unique violation on the resend: the first send committed before the connection died.
+      return PgResult(PQmakeEmptyPGresult(conn_, PGRES_COMMAND_OK));
+    }
+    return Fail(ErrorFrom(raw, what));
+  }
 }
 
 Status PgConnection::BeginCopy(std::string_view copy_sql, std::string_view what) {

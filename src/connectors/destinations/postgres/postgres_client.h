@@ -12,9 +12,13 @@
 // the password.
 //
 // Reconnection: a call made while the connection is broken (the server restarted, the network
-// dropped) first reconnects once, then runs the reconnect hook (the backend re-takes its advisory
-// locks there). The call that discovered the break still fails: a statement whose outcome is
-// unknown is never silently re-sent.
+// dropped) first reconnects, retrying for up to 10 s while the server is unreachable or starting
+// up (once that window has run out, later calls try once each, without waiting, until one
+// succeeds), then runs the reconnect hook (the backend re-takes its advisory locks there). A call that
+// discovered the break fails when it ran inside a transaction (the server rolled it back); a
+// statement run on its own (autocommit) is sent once more over the new connection, so every such
+// statement must be idempotent or an INSERT keyed by a client-chosen id, whose unique violation
+// on the resend means the first send had committed (and counts as success).
 //
 // Thread safety: none; one thread at a time, like the libpq connection underneath.
 #pragma once
@@ -166,6 +170,7 @@ class PgConnection {
   PgConnectionSettings settings_;
   FailureClass failure_class_;
   pg_conn* conn_ = nullptr;
+  bool server_down_ = false;  // The last reconnect window ran out; try once per call.
   std::string copy_what_;
   std::function<Status(PgConnection&)> reconnect_hook_;
 };

@@ -195,10 +195,11 @@ TEST_F(PostgresDestinationTest, ResumeDiscardsRowsWrittenAfterTheRecordedState) 
   ASSERT_TRUE(destination->Write(Batch(3, 6), NowMicros()).has_value());
   // And a first write to another table after the last recorded state.
   RecordBatch routed;
+  routed.Add("6", R"({"id":6})", 0);
   routed.Add("100", R"({"id":100})", 0, "Side Table");
   ASSERT_TRUE(destination->Write(routed, NowMicros()).has_value());
   destination.reset();
-  EXPECT_EQ(Ids("Out Table_incremental"), "0,1,2,3,4,5");
+  EXPECT_EQ(Ids("Out Table_incremental"), "0,1,2,3,4,5,6");
   EXPECT_EQ(Ids("Side Table_incremental"), "100");
 
   auto resumed = Make(SyncMode::kIncremental, "job1");

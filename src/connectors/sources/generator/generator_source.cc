@@ -1,10 +1,11 @@
 #include "connectors/sources/generator/generator_source.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "bizon/clock.h"
 #include "connectors/registration.h"
@@ -15,7 +16,9 @@ GeneratorSource::GeneratorSource(const SourceContext& context)
     : count_(context.config.GetInteger("count", 1000)),
       page_size_(context.config.GetInteger("page_size", 1000)),
       payload_bytes_(context.config.GetInteger("payload_bytes", 0)),
-      interval_us_(context.config.GetInteger("interval_ms", 1) * 1000),
+      // Whole microseconds, the resolution of every timestamp bizon keeps.
+      interval_us_(
+          std::max<int64_t>(1, std::llround(context.config.GetDouble("interval_ms", 1) * 1000))),
       fail_at_iteration_(context.config.GetInteger("fail_at_iteration", -1)),
       sleep_seconds_(context.config.GetDouble("sleep", 0)),
       start_text_(context.config.GetString("start", "2024-01-01T00:00:00Z")) {}
@@ -26,8 +29,7 @@ Status GeneratorSource::Init() {
   return Status::Ok();
 }
 
-Result<SourceIteration> GeneratorSource::Page(const Value& pagination, int64_t begin,
-                                              int64_t end) {
+Result<SourceIteration> GeneratorSource::Page(const Value& pagination, int64_t begin, int64_t end) {
   if (fail_at_iteration_ >= 0 && iteration_ == fail_at_iteration_) {
     return Fail(UnavailableError(
         fmt::format("generator asked to fail at iteration {}", fail_at_iteration_)));
@@ -39,9 +41,9 @@ Result<SourceIteration> GeneratorSource::Page(const Value& pagination, int64_t b
   int64_t offset = std::max(begin, pagination.GetInteger("offset", begin));
   int64_t stop = std::min(end, offset + page_size_);
   SourceIteration iteration;
-  iteration.records.Reserve(static_cast<size_t>(std::max<int64_t>(0, stop - offset)),
-                            static_cast<size_t>(std::max<int64_t>(0, stop - offset)) *
-                                (90 + padding_.size()));
+  iteration.records.Reserve(
+      static_cast<size_t>(std::max<int64_t>(0, stop - offset)),
+      static_cast<size_t>(std::max<int64_t>(0, stop - offset)) * (90 + padding_.size()));
   int64_t now = NowMicros();
   std::string json;
   for (int64_t i = offset; i < stop; ++i) {
@@ -80,29 +82,44 @@ Status RegisterGeneratorSource(ConnectorRegistry& registry) {
       .description = "Synthetic records for tests and benchmarks, with incremental support.",
       // Two streams with the same records, so that per-stream state (resets, watermarks) can
       // be tested under one pipeline name.
-      .streams = {{.name = "records", .supports_incremental = true,
+      .streams = {{.name = "records",
+                   .supports_incremental = true,
                    .description = "count records {id, name, updated_at, value}."},
-                  {.name = "events", .supports_incremental = true,
+                  {.name = "events",
+                   .supports_incremental = true,
                    .description = "The same records as `records`, as a second stream."}},
-      .config = {.fields = {{.name = "count", .type = FieldType::kInteger,
+      .config = {.fields = {{.name = "count",
+                             .type = FieldType::kInteger,
                              .description = "How many records the stream holds.",
-                             .default_value = Value(1000), .minimum = 0},
-                            {.name = "page_size", .type = FieldType::kInteger,
+                             .default_value = Value(1000),
+                             .minimum = 0},
+                            {.name = "page_size",
+                             .type = FieldType::kInteger,
                              .description = "Records per iteration.",
-                             .default_value = Value(1000), .minimum = 1},
-                            {.name = "payload_bytes", .type = FieldType::kInteger,
+                             .default_value = Value(1000),
+                             .minimum = 1},
+                            {.name = "payload_bytes",
+                             .type = FieldType::kInteger,
                              .description = "Extra padding characters in each record.",
-                             .default_value = Value(0), .minimum = 0},
-                            {.name = "start", .type = FieldType::kString,
+                             .default_value = Value(0),
+                             .minimum = 0},
+                            {.name = "start",
+                             .type = FieldType::kString,
                              .description = "updated_at of record 0 (UTC).",
                              .default_value = Value("2024-01-01T00:00:00Z")},
-                            {.name = "interval_ms", .type = FieldType::kInteger,
-                             .description = "Milliseconds between consecutive updated_at values.",
-                             .default_value = Value(1), .minimum = 1},
-                            {.name = "sleep", .type = FieldType::kNumber,
+                            {.name = "interval_ms",
+                             .type = FieldType::kNumber,
+                             .description = "Milliseconds between consecutive updated_at values "
+                                            "(fractions down to a microsecond).",
+                             .default_value = Value(1),
+                             .minimum = 0.001},
+                            {.name = "sleep",
+                             .type = FieldType::kNumber,
                              .description = "Seconds to wait before each page.",
-                             .default_value = Value(0), .minimum = 0},
-                            {.name = "fail_at_iteration", .type = FieldType::kInteger,
+                             .default_value = Value(0),
+                             .minimum = 0},
+                            {.name = "fail_at_iteration",
+                             .type = FieldType::kInteger,
                              .description = "Fail the fetch of this iteration (tests).",
                              .default_value = Value(-1)}},
                  .unknown_keys = UnknownKeys::kWarn},

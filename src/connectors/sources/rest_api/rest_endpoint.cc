@@ -61,24 +61,11 @@ HttpRequest RestEndpoint::FirstRequest(const QueryParams& extra) const {
   return request;
 }
 
-Result<std::optional<Value>> RestEndpoint::ReadFirstPage(std::string_view path) {
-  HttpRequest request = FirstRequest({});
-  if (spec_.body) {
-    request.body = spec_.body->ToJson();
-    request.headers.emplace_back("Content-Type", "application/json");
-  }
-  std::string origin = fmt::format("{} {}", request.method, request.url);
-  BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
-  JsonPage page(std::move(response.body), std::move(origin));
-  return page.Find(path);
-}
-
-Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const QueryParams& extra) {
+HttpRequest RestEndpoint::PageRequest(const Value& pagination, const QueryParams& extra,
+                                      int64_t& offset, int64_t& page_number) const {
   const PaginationSpec& paging = spec_.pagination;
   HttpRequest request = FirstRequest(extra);
   std::optional<Value> body = spec_.body;
-  int64_t offset = 0;
-  int64_t page_number = 0;
   switch (paging.type) {
     case PaginationSpec::Type::kNone: break;
     case PaginationSpec::Type::kOffset:
@@ -119,6 +106,24 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
     request.body = body->ToJson();
     request.headers.emplace_back("Content-Type", "application/json");
   }
+  return request;
+}
+
+Result<std::optional<Value>> RestEndpoint::ReadFirstPage(std::string_view path) {
+  int64_t offset = 0;
+  int64_t page_number = 0;
+  HttpRequest request = PageRequest(Value::EmptyMap(), {}, offset, page_number);
+  std::string origin = fmt::format("{} {}", request.method, AppendQuery(request.url, request.query));
+  BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
+  JsonPage page(std::move(response.body), std::move(origin));
+  return page.Find(path);
+}
+
+Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const QueryParams& extra) {
+  const PaginationSpec& paging = spec_.pagination;
+  int64_t offset = 0;
+  int64_t page_number = 0;
+  HttpRequest request = PageRequest(pagination, extra, offset, page_number);
   std::string request_url = AppendQuery(request.url, request.query);
   std::string origin = fmt::format("{} {}", request.method, request_url);
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));

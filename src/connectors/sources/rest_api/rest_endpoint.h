@@ -107,6 +107,9 @@ class RestEndpoint {
 
  private:
   HttpRequest FirstRequest(const QueryParams& extra) const;
+  /// The request for the page after `pagination`; sets `offset` / `page_number` when used.
+  HttpRequest PageRequest(const Value& pagination, const QueryParams& extra, int64_t& offset,
+                          int64_t& page_number) const;
 
   EndpointSpec spec_;
   std::shared_ptr<HttpSession> session_;
