@@ -38,7 +38,6 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
     if (options.runner) runner.Set("type", *options.runner);
   }
   if (options.custom_source) raw.GetOrCreateMap("source").Set("source_file_path", *options.custom_source);
-  if (options.reset) raw.GetOrCreateMap("source").Set("reset", true);
   if (options.stream) raw.GetOrCreateMap("source").Set("stream", *options.stream);
 
   if (!options.skip_references) {
@@ -55,6 +54,11 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
                              : "custom";
   }
   ValidationResult result = ValidateConfig(raw, PipelineSpec(registry, custom_source_name));
+  // --reset is applied after validation: it is the supported way to ask for a reset, so it must
+  // not draw the deprecation warning meant for `source.reset` in the file.
+  if (options.reset && result.normalized.Find("source") != nullptr) {
+    result.normalized.Find("source")->Set("reset", true);
+  }
   if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
   if (result.has_errors()) {
     return Fail(InvalidArgumentError(result.ErrorText(path)));

@@ -209,7 +209,8 @@ FieldSpec QueueField() {
            .description = "The producer pauses once about this many records are queued.",
            .default_value = Value(1000000), .minimum = 1},
           {.name = "max_bytes", .type = FieldType::kInteger,
-           .description = "The producer also pauses once queued records take this many bytes.",
+           .description = "The producer also pauses once queued records take this many bytes "
+                          "(unset: 64 MiB).",
            .minimum = 1},
           {.name = "queue", .type = FieldType::kObject, .description = "Queue sizing.",
            .default_value = Value::EmptyMap(),

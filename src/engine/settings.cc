@@ -1,6 +1,11 @@
 #include "engine/settings.h"
 
 namespace bizon {
+namespace {
+
+constexpr int64_t kDefaultQueueBytes = 64LL * 1024 * 1024;
+
+}  // namespace
 
 Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   const Value& config = loaded.config;
@@ -27,7 +32,9 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   const Value* queue_config = config.FindPath("engine.queue.config");
   if (queue_config != nullptr && queue_config->is_map()) {
     settings.queue_limits.max_records = queue_config->GetInteger("max_nb_messages", 1'000'000);
-    settings.queue_limits.max_bytes = queue_config->GetInteger("max_bytes", 0);
+    // Beyond the original: without max_bytes the queue is still bounded in bytes, so a fast
+    // source cannot fill memory with a million large records before the consumer catches up.
+    settings.queue_limits.max_bytes = queue_config->GetInteger("max_bytes", kDefaultQueueBytes);
     if (const Value* queue = queue_config->Find("queue")) {
       settings.queue_limits.max_iterations = queue->GetInteger("max_size", 0);
     }

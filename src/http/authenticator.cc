@@ -1,10 +1,10 @@
 #include "http/authenticator.h"
 
-#include <algorithm>
-#include <ctime>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <ctime>
 
 #include "bizon/clock.h"
 #include "config/references.h"
@@ -91,7 +91,8 @@ Status TokenAuthenticator::Apply(HttpRequest& request) {
 
 // --- Basic -----------------------------------------------------------------------------------
 
-BasicAuthenticator::BasicAuthenticator(BasicParams params) : header_(std::move(params.auth_header)) {
+BasicAuthenticator::BasicAuthenticator(BasicParams params)
+    : header_(std::move(params.auth_header)) {
   std::string encoded = Base64Encode(fmt::format("{}:{}", params.username, params.password));
   value_ = fmt::format("{} {}", params.auth_method, encoded);
   Mask(params.password);
@@ -105,7 +106,8 @@ Status BasicAuthenticator::Apply(HttpRequest& request) {
 
 // --- Cookies ---------------------------------------------------------------------------------
 
-CookieAuthenticator::CookieAuthenticator(CookieParams params) : headers_(std::move(params.headers)) {
+CookieAuthenticator::CookieAuthenticator(CookieParams params)
+    : headers_(std::move(params.headers)) {
   for (const auto& [name, value] : params.cookies) {
     if (!cookie_.empty()) cookie_ += "; ";
     cookie_ += fmt::format("{}={}", name, value);
@@ -156,7 +158,8 @@ int64_t OAuth2Authenticator::refresh_at_us() const {
 
 Status OAuth2Authenticator::Apply(HttpRequest& request) {
   std::lock_guard lock(mutex_);
-  if (access_token_.empty() || NowMicros() >= refresh_at_us_) BIZON_RETURN_IF_ERROR(RefreshLocked());
+  if (access_token_.empty() || NowMicros() >= refresh_at_us_)
+    BIZON_RETURN_IF_ERROR(RefreshLocked());
   request.headers.emplace_back("Authorization", fmt::format("Bearer {}", access_token_));
   return Status::Ok();
 }
@@ -203,8 +206,9 @@ Status OAuth2Authenticator::RefreshLocked() {
     wait *= 2;
   }
   if (!response) {
-    return response.error().WithContext("OAuth token refresh failed").WithFailureClass(
-        FailureClass::kSource);
+    return response.error()
+        .WithContext("OAuth token refresh failed")
+        .WithFailureClass(FailureClass::kSource);
   }
   if (!response->ok()) {
     Status error = HttpStatusError("POST", params_.token_refresh_endpoint, *response);
@@ -288,8 +292,8 @@ Result<std::shared_ptr<Authenticator>> MakeAuthenticator(const Value& authentica
     for (const std::string& item : options.allowed_types) {
       allowed += (allowed.empty() ? "" : ", ") + item;
     }
-    return Fail(AuthError(fmt::format(
-        "authentication.type: this source accepts {}, got '{}'", allowed, type)));
+    return Fail(AuthError(
+        fmt::format("authentication.type: this source accepts {}, got '{}'", allowed, type)));
   }
   static const Value kEmpty = Value::EmptyMap();
   const Value* found = authentication.Find("params");
@@ -308,8 +312,8 @@ Result<std::shared_ptr<Authenticator>> MakeAuthenticator(const Value& authentica
     std::optional<std::string> value = OptionalString(params, "token");
     if (!value) value = OptionalString(authentication, "api_key");  // The seed's shorthand.
     if (!value || value->empty()) {
-      return Fail(AuthError(fmt::format(
-          "authentication.params.token is required for authentication type {}", type)));
+      return Fail(AuthError(
+          fmt::format("authentication.params.token is required for authentication type {}", type)));
     }
     token.token = *value;
     token.auth_method = params.GetString("auth_method", "Bearer");
@@ -328,8 +332,9 @@ Result<std::shared_ptr<Authenticator>> MakeAuthenticator(const Value& authentica
     CookieParams cookies;
     const Value* map = params.Find("cookies");
     if (map == nullptr || !map->is_map()) {
-      return Fail(AuthError("authentication.params.cookies is required for authentication type "
-                            "cookies"));
+      return Fail(
+          AuthError("authentication.params.cookies is required for authentication type "
+                    "cookies"));
     }
     for (const auto& [name, value] : map->AsMap()) {
       cookies.cookies.emplace_back(name, value.ToDisplayString());
@@ -339,7 +344,8 @@ Result<std::shared_ptr<Authenticator>> MakeAuthenticator(const Value& authentica
         cookies.headers.emplace_back(name, value.ToDisplayString());
       }
     }
-    return std::shared_ptr<Authenticator>(std::make_shared<CookieAuthenticator>(std::move(cookies)));
+    return std::shared_ptr<Authenticator>(
+        std::make_shared<CookieAuthenticator>(std::move(cookies)));
   }
   if (type == "oauth") {
     OAuth2Params oauth;
@@ -359,7 +365,8 @@ Result<std::shared_ptr<Authenticator>> MakeAuthenticator(const Value& authentica
     oauth.token_expiry_date_format = OptionalString(params, "token_expiry_date_format");
     oauth.access_token_name = params.GetString("access_token_name", "access_token");
     oauth.expires_in_name = params.GetString("expires_in_name", "expires_in");
-    if (const Value* body = params.Find("refresh_request_body"); body != nullptr && body->is_map()) {
+    if (const Value* body = params.Find("refresh_request_body");
+        body != nullptr && body->is_map()) {
       for (const auto& [key, value] : body->AsMap()) {
         oauth.refresh_request_body.emplace_back(key, value.ToDisplayString());
       }

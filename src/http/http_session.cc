@@ -1,15 +1,14 @@
 #include "http/http_session.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "bizon/clock.h"
 #include "http/authenticator.h"
@@ -61,24 +60,42 @@ void GlobalInit() {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 520: return "Web Server Returned an Unknown Error";
-    case 522: return "Connection Timed Out";
-    case 524: return "A Timeout Occurred";
-    default: return "";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Payload Too Large";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 520:
+      return "Web Server Returned an Unknown Error";
+    case 522:
+      return "Connection Timed Out";
+    case 524:
+      return "A Timeout Occurred";
+    default:
+      return "";
   }
 }
 
@@ -210,7 +227,8 @@ int Progress(void* user, curl_off_t, curl_off_t down, curl_off_t, curl_off_t up)
 
 TransportFailure Classify(CURLcode code, bool connected) {
   switch (code) {
-    case CURLE_OK: return TransportFailure::kNone;
+    case CURLE_OK:
+      return TransportFailure::kNone;
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
@@ -226,7 +244,8 @@ TransportFailure Classify(CURLcode code, bool connected) {
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
       return TransportFailure::kRead;
-    default: return TransportFailure::kOther;
+    default:
+      return TransportFailure::kOther;
   }
 }
 
@@ -302,14 +321,14 @@ HttpSession::Attempt HttpSession::Perform(Handle& handle, const HttpRequest& req
 
   curl_slist* header_list = nullptr;
   auto add_header = [&](std::string_view name, std::string_view value) {
-    std::string line = value.empty() ? fmt::format("{};", name) : fmt::format("{}: {}", name, value);
+    std::string line =
+        value.empty() ? fmt::format("{};", name) : fmt::format("{}: {}", name, value);
     header_list = curl_slist_append(header_list, line.c_str());
   };
   for (const auto& [name, value] : options_.default_headers) {
-    bool overridden = std::any_of(request.headers.begin(), request.headers.end(),
-                                  [&](const auto& header) {
-                                    return EqualsIgnoreCase(header.first, name);
-                                  });
+    bool overridden =
+        std::any_of(request.headers.begin(), request.headers.end(),
+                    [&](const auto& header) { return EqualsIgnoreCase(header.first, name); });
     if (!overridden) add_header(name, value);
   }
   for (const auto& [name, value] : request.headers) add_header(name, value);
@@ -382,20 +401,28 @@ Result<HttpResponse> HttpSession::Send(HttpRequest request) {
       }
     }
     ++attempts;
+    auto started = std::chrono::steady_clock::now();
     Attempt attempt = Perform(*handle, sent, url);
     attempt.response.attempts = attempts;
+    spdlog::debug("HTTP {} {}: {} in {} ms", method, url,
+                  attempt.failure == TransportFailure::kNone
+                      ? std::to_string(attempt.response.status)
+                      : attempt.error,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count());
 
     if (attempt.failure != TransportFailure::kNone) {
-      bool retryable = attempt.failure == TransportFailure::kConnect ||
-                       (attempt.failure == TransportFailure::kRead &&
-                        retry.IsMethodRetryable(method));
+      bool retryable =
+          attempt.failure == TransportFailure::kConnect ||
+          (attempt.failure == TransportFailure::kRead && retry.IsMethodRetryable(method));
       if (!retryable || retries_left <= 0) {
         Return(std::move(handle));
         std::string after = attempts > 1 ? fmt::format(" after {} attempts", attempts) : "";
-        return Fail(Status(StatusCode::kUnavailable,
-                           fmt::format("HTTP request failed{}: {} {}: {}", after, method, url,
-                                       attempt.error),
-                           FailureClass::kSource));
+        return Fail(Status(
+            StatusCode::kUnavailable,
+            fmt::format("HTTP request failed{}: {} {}: {}", after, method, url, attempt.error),
+            FailureClass::kSource));
       }
       --retries_left;
       ++failures;

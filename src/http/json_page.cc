@@ -1,12 +1,11 @@
 #include "http/json_page.h"
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <cctype>
 #include <charconv>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "http/http_session.h"
 
@@ -125,7 +124,8 @@ simdjson::error_code ToValue(ondemand::value& value, Value& out) {
 }
 
 // Reads the field at `segments` below `object`; leaves `out` empty when some segment is absent.
-simdjson::error_code ExtractField(ondemand::object& object, const std::vector<std::string>& segments,
+simdjson::error_code ExtractField(ondemand::object& object,
+                                  const std::vector<std::string>& segments,
                                   std::optional<Value>& out) {
   out.reset();
   if (segments.empty()) return simdjson::SUCCESS;
@@ -232,7 +232,8 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
     return InvalidJson(simdjson::error_message(error));
   }
   std::string pointer = DottedPathToPointer(array_path);
-  std::string label = pointer.empty() ? std::string("the top level") : fmt::format("'{}'", array_path);
+  std::string label =
+      pointer.empty() ? std::string("the top level") : fmt::format("'{}'", array_path);
   ondemand::array array;
   if (pointer.empty()) {
     ondemand::json_type type;
@@ -277,7 +278,8 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
   size_t index = 0;
   for (auto element_result : array) {
     ondemand::value element;
-    if (auto error = element_result.get(element)) return InvalidJson(simdjson::error_message(error));
+    if (auto error = element_result.get(element))
+      return InvalidJson(simdjson::error_message(error));
     ondemand::object object;
     if (auto error = element.get_object().get(object)) {
       if (error == simdjson::INCORRECT_TYPE) {

@@ -42,8 +42,8 @@ TEST(JsonPageTest, ExtractsNestedMissingAndTypedFields) {
     ]}})",
                 "GET test");
   auto seen = Collect(page, "data.items",
-                      {"id", "parent.type", "parent.database_id", "ok", "score", "tags.1",
-                       "none", "missing", "parent.missing", "text", "tags"});
+                      {"id", "parent.type", "parent.database_id", "ok", "score", "tags.1", "none",
+                       "missing", "parent.missing", "text", "tags"});
   ASSERT_EQ(seen.size(), 2u);
   const auto& first = seen[0].fields;
   EXPECT_EQ(first[0], Value(int64_t{7}));
@@ -84,28 +84,27 @@ TEST(JsonPageTest, RootArrayAndFind) {
 
 TEST(JsonPageTest, MissingArrayAndNonObjects) {
   JsonPage page(R"({"results": null, "list": [1, 2]})", "GET test");
-  Status missing = page.ForEachObject("other", {}, [](const JsonObjectView&) {
-    return Status::Ok();
-  });
+  Status missing =
+      page.ForEachObject("other", {}, [](const JsonObjectView&) { return Status::Ok(); });
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("no array at 'other'"), std::string::npos);
-  EXPECT_TRUE(page.ForEachObject("results", {}, [](const JsonObjectView&) { return Status::Ok(); },
-                                 /*missing_is_empty=*/true)
+  EXPECT_TRUE(page.ForEachObject(
+                      "results", {}, [](const JsonObjectView&) { return Status::Ok(); },
+                      /*missing_is_empty=*/true)
                   .ok());
-  Status scalars = page.ForEachObject("list", {}, [](const JsonObjectView&) {
-    return Status::Ok();
-  });
+  Status scalars =
+      page.ForEachObject("list", {}, [](const JsonObjectView&) { return Status::Ok(); });
   EXPECT_FALSE(scalars.ok());
   EXPECT_NE(scalars.message().find("is not a JSON object"), std::string::npos);
 }
 
 TEST(JsonPageTest, InvalidAndTruncatedJsonFail) {
-  for (std::string body : {std::string(R"({"results": [{"a": 1}, {"a": )"),
-                           std::string("<html>oops</html>"), std::string(R"({"results": [{"a" 1}]})")}) {
+  for (std::string body :
+       {std::string(R"({"results": [{"a": 1}, {"a": )"), std::string("<html>oops</html>"),
+        std::string(R"({"results": [{"a" 1}]})")}) {
     JsonPage page(body, "GET http://x/y");
-    Status status = page.ForEachObject("results", {"a"}, [](const JsonObjectView&) {
-      return Status::Ok();
-    });
+    Status status =
+        page.ForEachObject("results", {"a"}, [](const JsonObjectView&) { return Status::Ok(); });
     EXPECT_FALSE(status.ok()) << body;
     EXPECT_EQ(status.failure_class(), FailureClass::kSource);
   }

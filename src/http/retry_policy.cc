@@ -1,11 +1,11 @@
 #include "http/retry_policy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <ctime>
-
-#include <fmt/format.h>
 
 namespace bizon {
 namespace {
@@ -124,7 +124,8 @@ Result<HttpPolicy> HttpPolicy::FromHttpBlock(const Value& http) {
     if (timeout->is_list()) {
       const Value::List& pair = timeout->AsList();
       if (pair.size() != 2) {
-        return Fail(ConfigError("source.http.timeout must be one number or a [connect, read] pair"));
+        return Fail(
+            ConfigError("source.http.timeout must be one number or a [connect, read] pair"));
       }
       BIZON_ASSIGN_OR_RETURN(double connect, Seconds(pair[0], "timeout[0]"));
       BIZON_ASSIGN_OR_RETURN(double read, Seconds(pair[1], "timeout[1]"));
@@ -145,7 +146,8 @@ Result<HttpPolicy> HttpPolicy::FromHttpBlock(const Value& http) {
   if (const Value* list = retries->Find("status_forcelist"); list != nullptr && list->is_list()) {
     retry.status_forcelist.clear();
     for (const Value& status : list->AsList()) {
-      if (status.is_integer()) retry.status_forcelist.push_back(static_cast<int>(status.AsInteger()));
+      if (status.is_integer())
+        retry.status_forcelist.push_back(static_cast<int>(status.AsInteger()));
     }
   }
   if (const Value* list = retries->Find("allowed_methods"); list != nullptr && list->is_list()) {

@@ -1,8 +1,8 @@
 #include "http/url.h"
 
-#include <cctype>
-
 #include <fmt/format.h>
+
+#include <cctype>
 
 namespace bizon {
 namespace {

@@ -47,14 +47,14 @@ TEST(AuthenticatorTest, HeadersOfTheSimpleBuilders) {
   EXPECT_EQ(Base64Encode("a"), "YQ==");
   EXPECT_EQ(Base64Encode("ab"), "YWI=");
 
-  auto token = MakeAuthenticator(*Value::FromJson(
-      R"({"type": "api_key", "params": {"token": "tok-123456"}})"));
+  auto token = MakeAuthenticator(
+      *Value::FromJson(R"({"type": "api_key", "params": {"token": "tok-123456"}})"));
   ASSERT_TRUE(token.has_value());
   HttpRequest request;
   ASSERT_TRUE((*token)->Apply(request).ok());
   ASSERT_EQ(request.headers.size(), 1u);
-  EXPECT_EQ(request.headers[0], (std::pair<std::string, std::string>{"Authorization",
-                                                                     "Bearer tok-123456"}));
+  EXPECT_EQ(request.headers[0],
+            (std::pair<std::string, std::string>{"Authorization", "Bearer tok-123456"}));
 
   auto bare = MakeAuthenticator(*Value::FromJson(
       R"({"type": "bearer", "params": {"token": "t0k3n", "auth_method": "", "auth_header": "X-Key"}})"));
@@ -62,11 +62,12 @@ TEST(AuthenticatorTest, HeadersOfTheSimpleBuilders) {
   ASSERT_TRUE((*bare)->Apply(bare_request).ok());
   EXPECT_EQ(bare_request.headers[0], (std::pair<std::string, std::string>{"X-Key", "t0k3n"}));
 
-  auto shorthand = MakeAuthenticator(*Value::FromJson(R"({"type": "api_key", "api_key": "k3y-k3y"})"));
+  auto shorthand =
+      MakeAuthenticator(*Value::FromJson(R"({"type": "api_key", "api_key": "k3y-k3y"})"));
   ASSERT_TRUE(shorthand.has_value());
 
-  auto basic = MakeAuthenticator(*Value::FromJson(
-      R"({"type": "basic", "params": {"username": "user", "password": "pass"}})"));
+  auto basic = MakeAuthenticator(
+      *Value::FromJson(R"({"type": "basic", "params": {"username": "user", "password": "pass"}})"));
   HttpRequest basic_request;
   ASSERT_TRUE((*basic)->Apply(basic_request).ok());
   EXPECT_EQ(basic_request.headers[0].second, "Basic dXNlcjpwYXNz");
@@ -85,9 +86,9 @@ TEST(AuthenticatorTest, RejectsMissingParamsAndDisallowedTypes) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message().find("params.token is required"), std::string::npos);
 
-  auto disallowed = MakeAuthenticator(
-      *Value::FromJson(R"({"type": "basic", "params": {"username": "u"}})"),
-      {.allowed_types = {"api_key", "bearer"}});
+  auto disallowed =
+      MakeAuthenticator(*Value::FromJson(R"({"type": "basic", "params": {"username": "u"}})"),
+                        {.allowed_types = {"api_key", "bearer"}});
   ASSERT_FALSE(disallowed.has_value());
   EXPECT_NE(disallowed.error().message().find("accepts api_key, bearer"), std::string::npos);
 

@@ -81,9 +81,8 @@ Status InstallRuntime() {
     py::dict modules;
     for (size_t i = 0; i < kCompatModuleCount; ++i) {
       const EmbeddedModule& module = kCompatModules[i];
-      modules[py::str(module.name)] =
-          py::make_tuple(py::bool_(module.is_package), py::str(module.path),
-                         py::str(module.source));
+      modules[py::str(module.name)] = py::make_tuple(py::bool_(module.is_package),
+                                                     py::str(module.path), py::str(module.source));
     }
     py::dict globals;
     globals["__builtins__"] = py::module_::import("builtins");
@@ -114,8 +113,8 @@ Status StartInterpreter() {
 #endif
     PyStatus status = Py_PreInitialize(&preconfig);
     if (PyStatus_Exception(status)) {
-      return InternalError(fmt::format("cannot start the embedded Python interpreter: {}",
-                                       PyStatusText(status)));
+      return InternalError(
+          fmt::format("cannot start the embedded Python interpreter: {}", PyStatusText(status)));
     }
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
@@ -257,7 +256,8 @@ Watchdog& TheWatchdog() {
   return *watchdog;
 }
 
-// --- Value <-> Python -----------------------------------------------------------------------------
+// --- Value <-> Python
+// -----------------------------------------------------------------------------
 
 Status NotJson(std::string_view what, const std::string& path, py::handle object) {
   return InvalidArgumentError(fmt::format(
@@ -278,8 +278,8 @@ Result<Value> FromPythonAt(py::handle object, std::string_view what, const std::
     int overflow = 0;
     long long integer = PyLong_AsLongLongAndOverflow(raw, &overflow);  // NOLINT(google-runtime-int)
     if (overflow != 0) {
-      return Fail(InvalidArgumentError(
-          fmt::format("{}{} is an integer beyond 64 bits", what, path)));
+      return Fail(
+          InvalidArgumentError(fmt::format("{}{} is an integer beyond 64 bits", what, path)));
     }
     return Value(static_cast<int64_t>(integer));
   }
@@ -299,13 +299,12 @@ Result<Value> FromPythonAt(py::handle object, std::string_view what, const std::
       } else if (PyLong_Check(key.ptr()) && !PyBool_Check(key.ptr())) {
         name = py::str(key).cast<std::string>();  // As json.dumps writes int keys.
       } else {
-        return Fail(InvalidArgumentError(fmt::format(
-            "{}{} has a key of type {}; JSON keys are strings", what, path,
-            Py_TYPE(key.ptr())->tp_name)));
+        return Fail(
+            InvalidArgumentError(fmt::format("{}{} has a key of type {}; JSON keys are strings",
+                                             what, path, Py_TYPE(key.ptr())->tp_name)));
       }
-      BIZON_ASSIGN_OR_RETURN(Value child,
-                             FromPythonAt(item, what, fmt::format("{}['{}']", path, name),
-                                          depth + 1));
+      BIZON_ASSIGN_OR_RETURN(
+          Value child, FromPythonAt(item, what, fmt::format("{}['{}']", path, name), depth + 1));
       map.emplace_back(std::move(name), std::move(child));
     }
     return Value(std::move(map));
@@ -314,9 +313,8 @@ Result<Value> FromPythonAt(py::handle object, std::string_view what, const std::
     Value::List list;
     size_t index = 0;
     for (py::handle item : py::reinterpret_borrow<py::sequence>(object)) {
-      BIZON_ASSIGN_OR_RETURN(Value child,
-                             FromPythonAt(item, what, fmt::format("{}[{}]", path, index),
-                                          depth + 1));
+      BIZON_ASSIGN_OR_RETURN(
+          Value child, FromPythonAt(item, what, fmt::format("{}[{}]", path, index), depth + 1));
       list.push_back(std::move(child));
       ++index;
     }
@@ -360,8 +358,8 @@ PythonError DescribeError(py::error_already_set& error) {
     }
   } catch (py::error_already_set& nested) {
     // The exception's own __str__ failed: fall back to what pybind11 recorded.
-    described.summary = fmt::format("{} (its text could not be read: {})", error.what(),
-                                    nested.what());
+    described.summary =
+        fmt::format("{} (its text could not be read: {})", error.what(), nested.what());
   }
   return described;
 }

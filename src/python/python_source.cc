@@ -21,8 +21,8 @@ Status CheckFile(const std::string& path) {
     return {StatusCode::kNotFound, fmt::format("File {} not found.", path), FailureClass::kConfig};
   }
   if (std::filesystem::path(path).extension() != ".py") {
-    return InvalidArgumentError(fmt::format(
-        "File {} is not a python file. File extension should be '.py'", path));
+    return InvalidArgumentError(
+        fmt::format("File {} is not a python file. File extension should be '.py'", path));
   }
   return Status::Ok();
 }
@@ -179,8 +179,8 @@ class PythonSource final : public Source {
         PyObject* item = PyList_GET_ITEM(destinations.ptr(), i);
         if (item != Py_None) destination = AsView(item);
       }
-      iteration.records.Add(AsView(PyList_GET_ITEM(ids, i)),
-                            AsView(PyList_GET_ITEM(payloads, i)), timestamp, destination);
+      iteration.records.Add(AsView(PyList_GET_ITEM(ids, i)), AsView(PyList_GET_ITEM(payloads, i)),
+                            timestamp, destination);
     }
     auto pagination = python::FromPython(columns[4], "next_pagination");
     if (!pagination) {

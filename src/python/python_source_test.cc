@@ -19,25 +19,27 @@ std::string TestSource(std::string_view name) {
 }
 
 SourceContext Context(std::string_view file, std::string_view stream,
-                      SyncMode sync_mode = SyncMode::kFullRefresh, Value extra = Value::EmptyMap()) {
-  Value config(Value::Map{{"name", Value("custom")},
-                          {"stream", Value(stream)},
-                          {"source_file_path", Value(TestSource(file))},
-                          {"sync_mode", Value(sync_mode == SyncMode::kIncremental
-                                                  ? "incremental"
-                                                  : "full_refresh")},
-                          {"force_ignore_checkpoint", Value(false)},
-                          {"api_config", Value(Value::Map{{"retry_limit", Value(10)}})}});
+                      SyncMode sync_mode = SyncMode::kFullRefresh,
+                      Value extra = Value::EmptyMap()) {
+  Value config(Value::Map{
+      {"name", Value("custom")},
+      {"stream", Value(stream)},
+      {"source_file_path", Value(TestSource(file))},
+      {"sync_mode", Value(sync_mode == SyncMode::kIncremental ? "incremental" : "full_refresh")},
+      {"force_ignore_checkpoint", Value(false)},
+      {"api_config", Value(Value::Map{{"retry_limit", Value(10)}})}});
   for (auto& [key, value] : extra.AsMap()) config.Set(key, value);
-  return {.pipeline_name = "test", .stream = std::string(stream), .sync_mode = sync_mode,
+  return {.pipeline_name = "test",
+          .stream = std::string(stream),
+          .sync_mode = sync_mode,
           .config = std::move(config)};
 }
 
 std::unique_ptr<Source> Open(std::string_view file, std::string_view stream,
                              SyncMode sync_mode = SyncMode::kFullRefresh,
                              Value extra = Value::EmptyMap(), PythonSourceOptions options = {}) {
-  auto source = OpenPythonSource(TestSource(file), Context(file, stream, sync_mode, extra),
-                                 options);
+  auto source =
+      OpenPythonSource(TestSource(file), Context(file, stream, sync_mode, extra), options);
   EXPECT_TRUE(source.has_value()) << source.error().message();
   return source ? std::move(*source) : nullptr;
 }
@@ -94,10 +96,9 @@ TEST(PythonSourceTest, PaginatedSourceIteratesToExhaustion) {
 }
 
 TEST(PythonSourceTest, ConfigIsValidatedAgainstTheConfigClass) {
-  auto source = OpenPythonSource(
-      TestSource("paginated_source.py"),
-      Context("paginated_source.py", "animals", SyncMode::kFullRefresh,
-              Value(Value::Map{{"page_size", Value("ten")}})));
+  auto source = OpenPythonSource(TestSource("paginated_source.py"),
+                                 Context("paginated_source.py", "animals", SyncMode::kFullRefresh,
+                                         Value(Value::Map{{"page_size", Value("ten")}})));
   ASSERT_FALSE(source.has_value());
   EXPECT_EQ(source.error().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(source.error().failure_class(), FailureClass::kConfig);
@@ -109,8 +110,8 @@ TEST(PythonSourceTest, ConfigIsValidatedAgainstTheConfigClass) {
 }
 
 TEST(PythonSourceTest, UnknownStreamListsTheFileStreams) {
-  auto source = OpenPythonSource(TestSource("paginated_source.py"),
-                                 Context("paginated_source.py", "plants"));
+  auto source =
+      OpenPythonSource(TestSource("paginated_source.py"), Context("paginated_source.py", "plants"));
   ASSERT_FALSE(source.has_value());
   EXPECT_EQ(source.error().code(), StatusCode::kNotFound);
   EXPECT_EQ(source.error().message(), "Stream plants not found. Available streams are ['animals']");
@@ -122,8 +123,7 @@ TEST(PythonSourceTest, MissingOrNonPythonFileIsAConfigError) {
   EXPECT_EQ(missing.error().message(), "File /nonexistent/source.py not found.");
   auto not_python = InspectPythonSource(std::string(BIZON_SOURCE_DIR) + "/CMakeLists.txt", "x");
   ASSERT_FALSE(not_python.has_value());
-  EXPECT_NE(not_python.error().message().find("File extension should be '.py'"),
-            std::string::npos);
+  EXPECT_NE(not_python.error().message().find("File extension should be '.py'"), std::string::npos);
 }
 
 TEST(PythonSourceTest, IncrementalIsRefusedWithoutGetRecordsAfter) {
@@ -131,8 +131,7 @@ TEST(PythonSourceTest, IncrementalIsRefusedWithoutGetRecordsAfter) {
                                  Context("paginated_source.py", "animals", SyncMode::kIncremental));
   ASSERT_FALSE(source.has_value());
   EXPECT_EQ(source.error().failure_class(), FailureClass::kConfig);
-  EXPECT_NE(source.error().message().find("does not override get_records_after"),
-            std::string::npos)
+  EXPECT_NE(source.error().message().find("does not override get_records_after"), std::string::npos)
       << source.error().message();
 }
 
@@ -224,12 +223,15 @@ TEST(PythonSourceTest, BadRecordsAndPaginationsAreContractErrors) {
     const char* expected;
   };
   for (const Case& c : {
-           Case{"bad_record", "get() returned a SourceIteration whose records[0] is dict, "
-                              "expected a SourceRecord"},
-           Case{"bad_pagination", "next_pagination['since'] is not JSON-shaped: a module "
-                                  "cannot be stored"},
-           Case{"unserialisable", "record 'x': data is not JSON-serialisable: Object of type "
-                                  "module is not JSON serializable"},
+           Case{"bad_record",
+                "get() returned a SourceIteration whose records[0] is dict, "
+                "expected a SourceRecord"},
+           Case{"bad_pagination",
+                "next_pagination['since'] is not JSON-shaped: a module "
+                "cannot be stored"},
+           Case{"unserialisable",
+                "record 'x': data is not JSON-serialisable: Object of type "
+                "module is not JSON serializable"},
        }) {
     auto source = Open("misbehaving_source.py", c.stream);
     ASSERT_NE(source, nullptr);

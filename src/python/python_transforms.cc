@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <expected>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -53,9 +53,8 @@ Result<std::vector<Snippet>> ReadSnippets(const Value& transforms) {
   std::vector<Snippet> snippets;
   if (transforms.is_null()) return snippets;
   if (!transforms.is_list()) {
-    return Fail(InvalidArgumentError(
-        fmt::format("transforms must be a list of {{label, python}}, got a {}",
-                    ToString(transforms.kind()))));
+    return Fail(InvalidArgumentError(fmt::format(
+        "transforms must be a list of {{label, python}}, got a {}", ToString(transforms.kind()))));
   }
   const Value::List& items = transforms.AsList();
   for (size_t i = 0; i < items.size(); ++i) {
@@ -63,8 +62,8 @@ Result<std::vector<Snippet>> ReadSnippets(const Value& transforms) {
     const Value* label = item.Find("label");
     const Value* python = item.Find("python");
     if (label == nullptr || !label->is_string() || python == nullptr || !python->is_string()) {
-      return Fail(InvalidArgumentError(fmt::format(
-          "transforms[{}] must have a string `label` and a string `python`", i)));
+      return Fail(InvalidArgumentError(
+          fmt::format("transforms[{}] must have a string `label` and a string `python`", i)));
     }
     snippets.push_back({label->AsString(), python->AsString(), python->mark()});
   }
@@ -193,7 +192,8 @@ class JsonWriter {
 
   bool WriteInteger(PyObject* value) {
     int overflow = 0;
-    long long integer = PyLong_AsLongLongAndOverflow(value, &overflow);  // NOLINT(google-runtime-int)
+    long long integer =
+        PyLong_AsLongLongAndOverflow(value, &overflow);  // NOLINT(google-runtime-int)
     if (overflow == 0) {
       if (integer == -1 && PyErr_Occurred() != nullptr) {
         PyErr_Clear();
@@ -232,19 +232,35 @@ class JsonWriter {
   void Escape(uint32_t c) {
     static constexpr char kHex[] = "0123456789abcdef";
     auto unit = [&](uint32_t u) {
-      char escaped[6] = {'\\', 'u', kHex[(u >> 12) & 0xf], kHex[(u >> 8) & 0xf],
-                         kHex[(u >> 4) & 0xf], kHex[u & 0xf]};
+      char escaped[6] = {
+          '\\',         'u', kHex[(u >> 12) & 0xf], kHex[(u >> 8) & 0xf], kHex[(u >> 4) & 0xf],
+          kHex[u & 0xf]};
       out_.append(escaped, sizeof(escaped));
     };
     switch (c) {
-      case '"': out_ += "\\\""; return;
-      case '\\': out_ += "\\\\"; return;
-      case '\b': out_ += "\\b"; return;
-      case '\f': out_ += "\\f"; return;
-      case '\n': out_ += "\\n"; return;
-      case '\r': out_ += "\\r"; return;
-      case '\t': out_ += "\\t"; return;
-      default: break;
+      case '"':
+        out_ += "\\\"";
+        return;
+      case '\\':
+        out_ += "\\\\";
+        return;
+      case '\b':
+        out_ += "\\b";
+        return;
+      case '\f':
+        out_ += "\\f";
+        return;
+      case '\n':
+        out_ += "\\n";
+        return;
+      case '\r':
+        out_ += "\\r";
+        return;
+      case '\t':
+        out_ += "\\t";
+        return;
+      default:
+        break;
     }
     if (c >= 0x10000) {
       uint32_t v = c - 0x10000;
@@ -372,12 +388,12 @@ struct TransformChain::Impl {
     py::error_already_set error;
     python::PythonError described = python::DescribeError(error);
     std::string context =
-        label.empty()
-            ? fmt::format("Error applying transformation: the payload of record {} is not "
-                          "valid JSON text",
-                          QuotedId(batch.id(index)))
-            : fmt::format("Error applying transformation '{}' to record {}{}", label,
-                          QuotedId(batch.id(index)), what);
+        label.empty() ? fmt::format(
+                            "Error applying transformation: the payload of record {} is not "
+                            "valid JSON text",
+                            QuotedId(batch.id(index)))
+                      : fmt::format("Error applying transformation '{}' to record {}{}", label,
+                                    QuotedId(batch.id(index)), what);
     return python::ErrorStatus(described, context, StatusCode::kInvalidArgument,
                                FailureClass::kTransform, options.record_timeout);
   }
@@ -390,8 +406,8 @@ struct TransformChain::Impl {
     for (size_t i = 0; i < count; ++i) {
       progress.store(i + 1, std::memory_order_relaxed);
       std::string_view payload = batch.payload(i);
-      Ref text(PyUnicode_DecodeUTF8(payload.data(), static_cast<Py_ssize_t>(payload.size()),
-                                    "strict"));
+      Ref text(
+          PyUnicode_DecodeUTF8(payload.data(), static_cast<Py_ssize_t>(payload.size()), "strict"));
       if (!text) return RecordError(batch, i, "", "");
       Ref data(Parse(text.get(), payload));
       if (!data) return RecordError(batch, i, "", "");
@@ -400,8 +416,8 @@ struct TransformChain::Impl {
         if (t > 0) {
           // The original re-parses the previous transform's JSON text: same types (tuples become
           // lists, int keys strings) for the next snippet.
-          Ref previous(PyUnicode_DecodeASCII(json.data(), static_cast<Py_ssize_t>(json.size()),
-                                             "strict"));
+          Ref previous(
+              PyUnicode_DecodeASCII(json.data(), static_cast<Py_ssize_t>(json.size()), "strict"));
           data = previous ? Parse(previous.get(), json) : nullptr;
           if (!data) return RecordError(batch, i, transform.label, " (parsing its input)");
         }
@@ -456,8 +472,8 @@ Result<std::unique_ptr<TransformChain>> TransformChain::Compile(const Value& tra
         for (Impl::Compiled& done : impl->transforms) Py_XDECREF(done.code);
         impl->transforms.clear();
         return Fail(InvalidArgumentError(fmt::format(
-            "transforms[{}].python: syntax error in transform '{}' at line {} of its code: {}",
-            i, snippets[i].label, compiled.error().line, compiled.error().message)));
+            "transforms[{}].python: syntax error in transform '{}' at line {} of its code: {}", i,
+            snippets[i].label, compiled.error().line, compiled.error().message)));
       }
       impl->transforms.push_back({snippets[i].label, compiled->release().ptr()});
     }
@@ -529,8 +545,7 @@ Status TransformChain::Apply(RecordBatch& batch) {
 Status ValidateTransforms(const Value& transforms, std::string_view file_name) {
   auto snippets_or = ReadSnippets(transforms);
   if (!snippets_or) {
-    return InvalidArgumentError(
-        fmt::format("{}: {}", file_name, snippets_or.error().message()));
+    return InvalidArgumentError(fmt::format("{}: {}", file_name, snippets_or.error().message()));
   }
   const std::vector<Snippet>& snippets = *snippets_or;
   if (snippets.empty()) return Status::Ok();
@@ -543,8 +558,8 @@ Status ValidateTransforms(const Value& transforms, std::string_view file_name) {
         auto compiled = CompileSnippet(snippets[i]);
         if (compiled) continue;
         int line = YamlLine(file_name, snippets[i].mark, compiled.error().line);
-        std::string where = line > 0 ? fmt::format("{}:{}", file_name, line)
-                                     : std::string(file_name);
+        std::string where =
+            line > 0 ? fmt::format("{}:{}", file_name, line) : std::string(file_name);
         if (!problems.empty()) problems += '\n';
         problems += fmt::format(
             "{}: transforms[{}].python: syntax error in transform '{}' at line {} of its code: {}",
@@ -552,8 +567,8 @@ Status ValidateTransforms(const Value& transforms, std::string_view file_name) {
       }
     } catch (py::error_already_set& error) {
       python::PythonError described = python::DescribeError(error);
-      return python::ErrorStatus(described, "cannot compile the transforms",
-                                 StatusCode::kInternal, FailureClass::kConfig);
+      return python::ErrorStatus(described, "cannot compile the transforms", StatusCode::kInternal,
+                                 FailureClass::kConfig);
     }
   }
   if (problems.empty()) return Status::Ok();

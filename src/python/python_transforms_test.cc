@@ -52,7 +52,7 @@ transforms:
   RecordBatch batch = Batch({R"({"id":1,"name":"bizon"})", R"({"name": "elan", "id": 2})"});
   ASSERT_TRUE(chain->Apply(batch).ok());
   EXPECT_EQ(Payloads(batch), (std::vector<std::string>{R"({"id": 1, "name": "BIZON"})",
-                                                        R"({"name": "ELAN", "id": 2})"}));
+                                                       R"({"name": "ELAN", "id": 2})"}));
   EXPECT_EQ(batch.id(0), "id-0");
   EXPECT_EQ(batch.id(1), "id-1");
   EXPECT_EQ(batch.timestamp_us(1), 1001);
@@ -155,8 +155,8 @@ def build(level, me, rng=rng, scalar=scalar, text=text):
 value = build(0, build)
 )";
   auto make = [&](const std::string& tail) {
-    return TransformChain::Compile(Value(Value::List{Value(Value::Map{
-        {"label", Value("random")}, {"python", Value(std::string(kBuild) + tail)}})}));
+    return TransformChain::Compile(Value(Value::List{Value(
+        Value::Map{{"label", Value("random")}, {"python", Value(std::string(kBuild) + tail)}})}));
   };
   auto written = make("data = value\n");
   auto expected = make("import json\ndata = json.dumps(value)\n");
@@ -178,9 +178,9 @@ value = build(0, build)
 }
 
 TEST(PythonTransformsTest, RemovesCommonIndentation) {
-  Value transforms(Value::List{Value(Value::Map{
-      {"label", Value("indented")},
-      {"python", Value("    x = 1\n    if x:\n        data['x'] = x\n")}})});
+  Value transforms(Value::List{
+      Value(Value::Map{{"label", Value("indented")},
+                       {"python", Value("    x = 1\n    if x:\n        data['x'] = x\n")}})});
   auto chain = TransformChain::Compile(transforms);
   ASSERT_TRUE(chain.has_value()) << chain.error().message();
   RecordBatch batch = Batch({"{}"});
@@ -250,8 +250,7 @@ transforms:
                                   "(serialising its result to JSON)"),
             std::string::npos)
       << status.message();
-  EXPECT_NE(status.message().find("Object of type set is not JSON serializable"),
-            std::string::npos)
+  EXPECT_NE(status.message().find("Object of type set is not JSON serializable"), std::string::npos)
       << status.message();
 }
 
@@ -276,12 +275,12 @@ transforms:
   - label: any
     python: pass
 )");
-  RecordBatch batch = Batch({" \t{\"a\": [1, 2.50, 1e400, 123456789012345678901234567890]}\r\n",
-                             "\"text\"", "NaN"});
+  RecordBatch batch = Batch(
+      {" \t{\"a\": [1, 2.50, 1e400, 123456789012345678901234567890]}\r\n", "\"text\"", "NaN"});
   ASSERT_TRUE(chain->Apply(batch).ok());
-  EXPECT_EQ(Payloads(batch),
-            (std::vector<std::string>{R"({"a": [1, 2.5, Infinity, 123456789012345678901234567890]})",
-                                      R"("text")", "NaN"}));
+  EXPECT_EQ(Payloads(batch), (std::vector<std::string>{
+                                 R"({"a": [1, 2.5, Infinity, 123456789012345678901234567890]})",
+                                 R"("text")", "NaN"}));
   RecordBatch extra = Batch({R"({"a": 1} x)"});
   Status status = chain->Apply(extra);
   ASSERT_FALSE(status.ok());
@@ -416,12 +415,12 @@ transforms:
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.failure_class(), FailureClass::kConfig);
   EXPECT_NE(status.message().find(file.string() + ":8: transforms[1].python: syntax error in "
-                                                   "transform 'debezium' at line 2 of its code: "
-                                                   "expected ':': if cluster"),
+                                                  "transform 'debezium' at line 2 of its code: "
+                                                  "expected ':': if cluster"),
             std::string::npos)
       << status.message();
   EXPECT_NE(status.message().find(file.string() + ":11: transforms[2].python: syntax error in "
-                                                   "transform 'inline' at line 1"),
+                                                  "transform 'inline' at line 1"),
             std::string::npos)
       << status.message();
 

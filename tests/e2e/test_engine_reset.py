@@ -137,11 +137,6 @@ def test_deprecated_source_reset_warns_and_resets_every_run(bizon):
         assert rows_of(bizon) == [str(i) for i in range(30)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src/config (not this suite's code) applies --reset as source.reset, whose "
-    "deprecation warning is then printed for the flag too",
-)
 def test_run_reset_flag_is_not_reported_as_deprecated(bizon):
     config = incremental_config(bizon)
     result = bizon.run("run", config, "--reset", check=0)

@@ -96,6 +96,7 @@ class Workspace:
         self.unshared: set[str] = set()  # block ids whose children answer 404
         self.clock = 0
         self._block_counter = 0
+        self._last_touch = None
 
         tasks = self.add_database(1, "Tasks", [(1, "Tasks", 5), (2, "Archive", 2)])
         notes = self.add_database(2, "Notes", [(3, "Notes", 3)])
@@ -217,13 +218,19 @@ class Workspace:
             on_block(table, "table_row", {"cells": [[text("k")], [text("v")]]})
             on_block(table, "table_row", {"cells": [[text("a")], [text("1", code=True)]]})
 
-    def touch(self, page_id: str) -> str:
-        self.pages[page_id]["last_edited_time"] = stamp(10_000 + self.tick_count())
-        return self.pages[page_id]["last_edited_time"]
-
-    def tick_count(self) -> int:
-        self.clock += 1
-        return self.clock
+    def touch(self, object_id: str) -> str:
+        """Marks a page (or data source) edited now, in Notion's millisecond precision; each
+        touch is at least 1 ms after the previous one, so the order of edits is the order of
+        calls."""
+        now = datetime.now(timezone.utc)
+        now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+        if self._last_touch is not None and now <= self._last_touch:
+            now = self._last_touch + timedelta(milliseconds=1)
+        self._last_touch = now
+        edited = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+        target = self.pages.get(object_id) or self.data_sources[object_id]
+        target["last_edited_time"] = edited
+        return edited
 
     # -- views -------------------------------------------------------------------------------
 
@@ -352,9 +359,14 @@ class FakeNotion(FakeServer):
         ws = self.workspace
         known = block_id in ws.children or block_id in ws.pages or block_id in ws.databases or any(
             b["id"] == block_id for blocks in ws.children.values() for b in blocks)
-        if not known or block_id in ws.unshared:
-            raise OffContract(f"Could not find block with ID: {block_id}. Make sure the relevant "
-                              "pages and databases are shared with your integration.", status=404)
+        if block_id in ws.unshared:
+            # A documented answer, not a client mistake: the block is not shared.
+            return Response(404, {"object": "error", "status": 404, "code": "object_not_found",
+                                  "message": f"Could not find block with ID: {block_id}. Make sure "
+                                  "the relevant pages and databases are shared with your "
+                                  "integration."})
+        if not known:
+            raise OffContract(f"Could not find block with ID: {block_id}.", status=404)
         return self.listing(ws.children.get(block_id, []), request.param("start_cursor"),
                             request.param("page_size"), "block")
 

@@ -249,7 +249,8 @@ Result<std::unique_ptr<PostgresBackend>> PostgresBackend::Open(PgConnectionSetti
   connection.application_name = "bizon backend";
   BIZON_ASSIGN_OR_RETURN(auto opened,
                          PgConnection::Connect(std::move(connection), FailureClass::kBackend));
-  return std::unique_ptr<PostgresBackend>(new PostgresBackend(std::move(opened), std::move(schema)));
+  return std::unique_ptr<PostgresBackend>(
+      new PostgresBackend(std::move(opened), std::move(schema)));
 }
 
 Result<std::unique_ptr<PostgresBackend>> PostgresBackend::OpenFromConfig(const Value& backend) {
@@ -266,10 +267,9 @@ Result<std::unique_ptr<PostgresBackend>> PostgresBackend::OpenFromConfig(const V
 int PostgresBackend::LatestSchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
 
 Result<int> PostgresBackend::SchemaVersion() {
-  BIZON_ASSIGN_OR_RETURN(PgResult exists,
-                         connection_->Query("SELECT to_regclass($1) IS NOT NULL",
-                                            "look up the schema version table",
-                                            Table("bizon_schema_version")));
+  BIZON_ASSIGN_OR_RETURN(PgResult exists, connection_->Query("SELECT to_regclass($1) IS NOT NULL",
+                                                             "look up the schema version table",
+                                                             Table("bizon_schema_version")));
   if (!exists.Bool(0, 0)) return 0;
   BIZON_ASSIGN_OR_RETURN(
       PgResult version,
@@ -295,9 +295,9 @@ Status PostgresBackend::Migrate() {
                            connection_->Query("SELECT 1 FROM pg_namespace WHERE nspname = $1",
                                               "look up the backend schema", schema_));
     if (found.rows() == 0) {
-      BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("CREATE SCHEMA IF NOT EXISTS {}",
-                                                         quoted_schema_),
-                                             "create the backend schema"));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", quoted_schema_),
+                           "create the backend schema"));
     }
     BIZON_RETURN_IF_ERROR(connection_->Run(InSchema(kCreateVersionTable, quoted_schema_),
                                            "create the schema version table"));
@@ -312,11 +312,11 @@ Status PostgresBackend::Migrate() {
             connection_->Run(InSchema(sql, quoted_schema_), "apply a schema migration"));
       }
       ++version;
-      BIZON_RETURN_IF_ERROR(connection_->Run(
-          fmt::format("INSERT INTO {} (id, version) VALUES (1, $1)"
-                      " ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-                      Table("bizon_schema_version")),
-          "record the schema version", int64_t{version}));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("INSERT INTO {} (id, version) VALUES (1, $1)"
+                                       " ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                                       Table("bizon_schema_version")),
+                           "record the schema version", int64_t{version}));
     }
     BIZON_RETURN_IF_ERROR(transaction.Commit());
   }
@@ -340,9 +340,8 @@ Status PostgresBackend::AcquireRunLock(const StreamKey& key) {
   for (const HeldLock& held : run_locks_) {
     if (held.key == lock_key) return Status::Ok();
   }
-  BIZON_ASSIGN_OR_RETURN(PgResult taken,
-                         connection_->Query("SELECT pg_try_advisory_lock($1)",
-                                            "take the run lock", lock_key));
+  BIZON_ASSIGN_OR_RETURN(PgResult taken, connection_->Query("SELECT pg_try_advisory_lock($1)",
+                                                            "take the run lock", lock_key));
   if (!taken.Bool(0, 0)) {
     // pg_locks splits a bigint advisory key into classid (high half) and objid (low half).
     auto high = static_cast<uint32_t>(static_cast<uint64_t>(lock_key) >> 32);
@@ -367,9 +366,8 @@ Status PostgresBackend::RetakeRunLocks() {
   // The old session ended with the connection, and its locks with it: another run may have
   // started since. Without the lock this run must stop rather than race it.
   for (const HeldLock& held : run_locks_) {
-    BIZON_ASSIGN_OR_RETURN(PgResult taken,
-                           connection_->Query("SELECT pg_try_advisory_lock($1)",
-                                              "take the run lock again", held.key));
+    BIZON_ASSIGN_OR_RETURN(PgResult taken, connection_->Query("SELECT pg_try_advisory_lock($1)",
+                                                              "take the run lock again", held.key));
     if (!taken.Bool(0, 0)) {
       return BackendError(StatusCode::kAborted,
                           fmt::format("lost the run lock of {} when the PostgreSQL connection "
@@ -398,8 +396,7 @@ Status PostgresBackend::UpdateJob(std::string_view set_clause, std::string_view 
   return Status::Ok();
 }
 
-Result<StreamJob> PostgresBackend::CreateStreamJob(const StreamKey& key,
-                                                   std::string_view sync_mode,
+Result<StreamJob> PostgresBackend::CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
                                                    std::optional<int64_t> total_records,
                                                    std::string_view owner) {
   StreamJob job;
@@ -426,14 +423,12 @@ Status PostgresBackend::UpdateStreamJobStatus(std::string_view job_id, JobStatus
                                               std::optional<std::string> error_message) {
   return UpdateJob("status = $1, error_message = $2, updated_at = $3",
                    "update the stream job status", job_id,
-                   {std::string(ToString(status)), std::move(error_message),
-                    SqlTime(NowMicros())});
+                   {std::string(ToString(status)), std::move(error_message), SqlTime(NowMicros())});
 }
 
-Status PostgresBackend::SetIncrementalState(std::string_view job_id,
-                                            std::string_view state_json) {
-  return UpdateJob("incremental_state = $1, updated_at = $2", "store the incremental state",
-                   job_id, {std::string(state_json), SqlTime(NowMicros())});
+Status PostgresBackend::SetIncrementalState(std::string_view job_id, std::string_view state_json) {
+  return UpdateJob("incremental_state = $1, updated_at = $2", "store the incremental state", job_id,
+                   {std::string(state_json), SqlTime(NowMicros())});
 }
 
 Status PostgresBackend::SetJobOwner(std::string_view job_id, std::string_view owner) {
@@ -445,10 +440,9 @@ Result<std::optional<StreamJob>> PostgresBackend::QueryJob(std::string_view wher
                                                            std::string_view what,
                                                            const std::vector<PgParam>& params) {
   BIZON_ASSIGN_OR_RETURN(
-      PgResult rows,
-      connection_->Execute(fmt::format("SELECT {} FROM {} {} LIMIT 1", JobColumns(),
-                                       Table("stream_jobs"), where_and_order),
-                           what, params));
+      PgResult rows, connection_->Execute(fmt::format("SELECT {} FROM {} {} LIMIT 1", JobColumns(),
+                                                      Table("stream_jobs"), where_and_order),
+                                          what, params));
   if (rows.rows() == 0) return std::nullopt;
   BIZON_ASSIGN_OR_RETURN(StreamJob job, ReadJob(rows, 0));
   return job;
@@ -467,8 +461,7 @@ Result<std::optional<StreamJob>> PostgresBackend::GetRunningStreamJob(const Stre
       "read the running stream job", params);
 }
 
-Result<std::optional<StreamJob>> PostgresBackend::GetLastSuccessfulStreamJob(
-    const StreamKey& key) {
+Result<std::optional<StreamJob>> PostgresBackend::GetLastSuccessfulStreamJob(const StreamKey& key) {
   std::vector<PgParam> params = KeyParams(key);
   params.emplace_back(std::string(ToString(JobStatus::kSucceeded)));
   return QueryJob(
@@ -502,11 +495,10 @@ Status PostgresBackend::CreateDestinationCursor(const DestinationCursor& cursor)
                   " destination_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11,"
                   " $12, $13, $14, $15)",
                   Table("destination_cursors")),
-      "insert the destination cursor", cursor.id.empty() ? NewUuidHex() : cursor.id,
-      cursor.job_id, cursor.key.name, cursor.key.source_name, cursor.key.stream_name,
-      cursor.destination_name, cursor.from_source_iteration, cursor.to_source_iteration,
-      cursor.rows_written, cursor.success, cursor.error_message, now, now, pagination,
-      cursor.destination_state);
+      "insert the destination cursor", cursor.id.empty() ? NewUuidHex() : cursor.id, cursor.job_id,
+      cursor.key.name, cursor.key.source_name, cursor.key.stream_name, cursor.destination_name,
+      cursor.from_source_iteration, cursor.to_source_iteration, cursor.rows_written, cursor.success,
+      cursor.error_message, now, now, pagination, cursor.destination_state);
 }
 
 Result<std::optional<DestinationCursor>> PostgresBackend::GetLastDestinationCursor(
@@ -536,8 +528,9 @@ Result<int64_t> PostgresBackend::GetWrittenRowCount(std::string_view job_id) {
 // -----------------------------------------------------------------------------------------------
 // Resets.
 
-Result<std::optional<StreamReset>> PostgresBackend::QueryReset(
-    std::string_view where_and_order, std::string_view what, const std::vector<PgParam>& params) {
+Result<std::optional<StreamReset>> PostgresBackend::QueryReset(std::string_view where_and_order,
+                                                               std::string_view what,
+                                                               const std::vector<PgParam>& params) {
   BIZON_ASSIGN_OR_RETURN(
       PgResult rows,
       connection_->Execute(fmt::format("SELECT {} FROM {} {} LIMIT 1", ResetColumns(),
@@ -568,8 +561,7 @@ Result<std::optional<StreamReset>> PostgresBackend::GetPendingStreamReset(const 
       "read the pending stream reset", KeyParams(key));
 }
 
-Result<std::optional<StreamReset>> PostgresBackend::GetStreamResetByJobId(
-    std::string_view job_id) {
+Result<std::optional<StreamReset>> PostgresBackend::GetStreamResetByJobId(std::string_view job_id) {
   return QueryReset("WHERE consumed_by_job_id = $1 ORDER BY consumed_at DESC, insert_order DESC",
                     "read the stream reset of the job", {std::string(job_id)});
 }
@@ -584,9 +576,9 @@ Status PostgresBackend::ConsumeStreamReset(std::string_view reset_id, std::strin
                          "consume the stream reset", SqlTime(NowMicros()), job_id, reset_id));
   if (updated.AffectedRows() != 0) return Status::Ok();
   // Nothing changed: tell a retry of our own success apart from losing the race.
-  BIZON_ASSIGN_OR_RETURN(std::optional<StreamReset> reset,
-                         QueryReset("WHERE id = $1", "read the stream reset",
-                                    {std::string(reset_id)}));
+  BIZON_ASSIGN_OR_RETURN(
+      std::optional<StreamReset> reset,
+      QueryReset("WHERE id = $1", "read the stream reset", {std::string(reset_id)}));
   if (!reset.has_value()) {
     return BackendError(StatusCode::kNotFound,
                         fmt::format("no stream reset has this id: {}", reset_id));

@@ -92,9 +92,10 @@ class PostgresBackend final : public Backend {
   PostgresBackend(std::unique_ptr<PgConnection> connection, std::string schema);
 
   /// `"schema".name`.
-  std::string Table(std::string_view name) const { return quoted_schema_ + "." + std::string(name); }
-  Result<std::optional<StreamJob>> QueryJob(std::string_view where_and_order,
-                                            std::string_view what,
+  std::string Table(std::string_view name) const {
+    return quoted_schema_ + "." + std::string(name);
+  }
+  Result<std::optional<StreamJob>> QueryJob(std::string_view where_and_order, std::string_view what,
                                             const std::vector<PgParam>& params);
   Result<std::optional<StreamReset>> QueryReset(std::string_view where_and_order,
                                                 std::string_view what,

@@ -75,8 +75,9 @@ class PostgresBackendTest : public testing::Test {
     backend_.reset();
     if (admin_ != nullptr) {
       // Ignored: a leftover schema only costs space on the test server.
-      admin_->Run("DROP SCHEMA IF EXISTS " + admin_->QuoteIdentifier(schema_) + " CASCADE",
-                  "drop the test schema")
+      admin_
+          ->Run("DROP SCHEMA IF EXISTS " + admin_->QuoteIdentifier(schema_) + " CASCADE",
+                "drop the test schema")
           .IgnoreError();
     }
   }
@@ -482,14 +483,15 @@ TEST_F(PostgresBackendTest, ALostConnectionIsReopenedTheCallResentAndTheLockTake
   StreamJob job = NewJob();
   // Cut the backend's session from the server side, as a restart does: the session holding
   // this test's run lock (the key PostgresBackend derives from schema and stream).
-  auto key = static_cast<uint64_t>(AdvisoryLockKey("bizon.run\x1f" + schema_ + "\x1f" + kKey.name +
-                                                   "\x1f" + kKey.source_name + "\x1f" +
-                                                   kKey.stream_name));
+  auto key =
+      static_cast<uint64_t>(AdvisoryLockKey("bizon.run\x1f" + schema_ + "\x1f" + kKey.name +
+                                            "\x1f" + kKey.source_name + "\x1f" + kKey.stream_name));
   ASSERT_TRUE(admin_
                   ->Query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE"
                           " locktype = 'advisory' AND classid = $1::bigint::oid"
                           " AND objid = $2::bigint::oid AND objsubid = 1",
-                          "terminate the backend session", int64_t{static_cast<uint32_t>(key >> 32)},
+                          "terminate the backend session",
+                          int64_t{static_cast<uint32_t>(key >> 32)},
                           int64_t{static_cast<uint32_t>(key)})
                   .has_value());
   // The update meets the dead session, reconnects, takes the run lock again and is resent.

@@ -1,16 +1,15 @@
 #include "connectors/destinations/postgres/postgres_client.h"
 
+#include <fmt/format.h>
 #include <libpq-fe.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 namespace bizon {
 namespace {
@@ -23,10 +22,10 @@ StatusCode CodeForSqlState(std::string_view state) {
   if (state == "57P01" || state == "57P02" || state == "57P03") {
     return StatusCode::kUnavailable;  // Admin shutdown, crash shutdown, cannot connect now.
   }
-  if (error_class == "53") return StatusCode::kUnavailable;  // Disk full, out of memory...
-  if (error_class == "40") return StatusCode::kAborted;      // Serialization failure, deadlock.
-  if (state == "55P03") return StatusCode::kAborted;         // Lock not available.
-  if (state == "57014") return StatusCode::kCancelled;       // Query cancelled.
+  if (error_class == "53") return StatusCode::kUnavailable;      // Disk full, out of memory...
+  if (error_class == "40") return StatusCode::kAborted;          // Serialization failure, deadlock.
+  if (state == "55P03") return StatusCode::kAborted;             // Lock not available.
+  if (state == "57014") return StatusCode::kCancelled;           // Query cancelled.
   if (error_class == "22") return StatusCode::kInvalidArgument;  // Data exception: bad input.
   if (error_class == "28" || error_class == "3D" || error_class == "3F" || state == "42501") {
     // Credentials, missing database or schema, missing privilege: a human must fix them.
@@ -105,9 +104,7 @@ PgResult::~PgResult() { PQclear(result_); }
 
 int PgResult::rows() const { return result_ == nullptr ? 0 : PQntuples(result_); }
 
-bool PgResult::IsNull(int row, int column) const {
-  return PQgetisnull(result_, row, column) != 0;
-}
+bool PgResult::IsNull(int row, int column) const { return PQgetisnull(result_, row, column) != 0; }
 
 std::string_view PgResult::Text(int row, int column) const {
   return std::string_view(PQgetvalue(result_, row, column),
@@ -174,13 +171,24 @@ Status PgConnection::Open() {
   std::string port = std::to_string(settings_.port);
   std::string timeout = std::to_string(settings_.connect_timeout_s);
   // Keyword arrays, not a connection string: no quoting rules for the password to get wrong.
-  std::vector<const char*> keywords = {"host", "port", "dbname", "user", "application_name",
-                                       "connect_timeout", "client_encoding", "keepalives",
+  std::vector<const char*> keywords = {"host",
+                                       "port",
+                                       "dbname",
+                                       "user",
+                                       "application_name",
+                                       "connect_timeout",
+                                       "client_encoding",
+                                       "keepalives",
                                        "keepalives_idle"};
-  std::vector<const char*> values = {settings_.host.c_str(), port.c_str(),
-                                     settings_.database.c_str(), settings_.user.c_str(),
-                                     settings_.application_name.c_str(), timeout.c_str(),
-                                     "UTF8", "1", "30"};
+  std::vector<const char*> values = {settings_.host.c_str(),
+                                     port.c_str(),
+                                     settings_.database.c_str(),
+                                     settings_.user.c_str(),
+                                     settings_.application_name.c_str(),
+                                     timeout.c_str(),
+                                     "UTF8",
+                                     "1",
+                                     "30"};
   if (!settings_.password.empty()) {
     keywords.push_back("password");
     values.push_back(settings_.password.c_str());
@@ -220,8 +228,8 @@ Status PgConnection::EnsureConnected() {
   if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
   // After a whole reconnect window failed, each later call tries once: a run failing because
   // the server is down must not wait out the window again for every bookkeeping call.
-  auto deadline = std::chrono::steady_clock::now() +
-                  (server_down_ ? std::chrono::seconds(0) : kReconnectFor);
+  auto deadline =
+      std::chrono::steady_clock::now() + (server_down_ ? std::chrono::seconds(0) : kReconnectFor);
   if (!server_down_) {
     spdlog::warn("The PostgreSQL connection to {} was lost; reconnecting", Describe());
   }
@@ -267,10 +275,9 @@ Result<PgResult> PgConnection::Execute(std::string_view sql, std::string_view wh
   bool may_resend = !InTransaction();
   for (int attempt = 0;; ++attempt) {
     PGresult* raw =
-        params.empty()
-            ? PQexec(conn_, text.c_str())
-            : PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
-                           values.data(), nullptr, nullptr, /*resultFormat=*/0);
+        params.empty() ? PQexec(conn_, text.c_str())
+                       : PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                                      values.data(), nullptr, nullptr, /*resultFormat=*/0);
     PgResult result(raw);
     ExecStatusType status = raw != nullptr ? PQresultStatus(raw) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
@@ -310,8 +317,7 @@ Status PgConnection::PutCopyData(std::string_view data) {
 Result<int64_t> PgConnection::EndCopy() {
   if (PQputCopyEnd(conn_, nullptr) != 1) {
     return Fail(Status(StatusCode::kUnavailable,
-                       fmt::format("could not {}: {}", copy_what_,
-                                   OneLine(PQerrorMessage(conn_))),
+                       fmt::format("could not {}: {}", copy_what_, OneLine(PQerrorMessage(conn_))),
                        failure_class_));
   }
   Status failure;

@@ -14,8 +14,8 @@
 // Reconnection: a call made while the connection is broken (the server restarted, the network
 // dropped) first reconnects, retrying for up to 10 s while the server is unreachable or starting
 // up (once that window has run out, later calls try once each, without waiting, until one
-// succeeds), then runs the reconnect hook (the backend re-takes its advisory locks there). A call that
-// discovered the break fails when it ran inside a transaction (the server rolled it back); a
+// succeeds), then runs the reconnect hook (the backend re-takes its advisory locks there). A call
+// that discovered the break fails when it ran inside a transaction (the server rolled it back); a
 // statement run on its own (autocommit) is sent once more over the new connection, so every such
 // statement must be idempotent or an INSERT keyed by a client-chosen id, whose unique violation
 // on the resend means the first send had committed (and counts as success).
@@ -157,10 +157,8 @@ class PgConnection {
   static PgParam ToParam(const std::string& value) { return value; }
   static PgParam ToParam(const char* value) { return std::string(value); }
   template <typename T>
-    requires std::is_integral_v<T>
-  static PgParam ToParam(T value) {
-    return std::to_string(value);
-  }
+  requires std::is_integral_v<T>
+  static PgParam ToParam(T value) { return std::to_string(value); }
   template <typename T>
   static PgParam ToParam(const std::optional<T>& value) {
     if (!value.has_value()) return std::nullopt;

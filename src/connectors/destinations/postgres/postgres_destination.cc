@@ -1,19 +1,18 @@
 #include "connectors/destinations/postgres/postgres_destination.h"
 
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <iterator>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <simdjson.h>
-#include <spdlog/spdlog.h>
 
 #include "bizon/clock.h"
 #include "connectors/registration.h"
@@ -108,14 +107,22 @@ std::optional<PgColumnType> ParsePgColumnType(std::string_view type) {
 
 std::string_view PgTypeName(PgColumnType type) {
   switch (type) {
-    case PgColumnType::kText: return "text";
-    case PgColumnType::kBigint: return "bigint";
-    case PgColumnType::kDouble: return "double precision";
-    case PgColumnType::kNumeric: return "numeric";
-    case PgColumnType::kBoolean: return "boolean";
-    case PgColumnType::kTimestamptz: return "timestamptz";
-    case PgColumnType::kDate: return "date";
-    case PgColumnType::kJsonb: return "jsonb";
+    case PgColumnType::kText:
+      return "text";
+    case PgColumnType::kBigint:
+      return "bigint";
+    case PgColumnType::kDouble:
+      return "double precision";
+    case PgColumnType::kNumeric:
+      return "numeric";
+    case PgColumnType::kBoolean:
+      return "boolean";
+    case PgColumnType::kTimestamptz:
+      return "timestamptz";
+    case PgColumnType::kDate:
+      return "date";
+    case PgColumnType::kJsonb:
+      return "jsonb";
   }
   return "text";
 }
@@ -126,11 +133,20 @@ void AppendCopyText(std::string& out, std::string_view text) {
     char c = text[i];
     char escaped;
     switch (c) {
-      case '\\': escaped = '\\'; break;
-      case '\t': escaped = 't'; break;
-      case '\n': escaped = 'n'; break;
-      case '\r': escaped = 'r'; break;
-      default: continue;
+      case '\\':
+        escaped = '\\';
+        break;
+      case '\t':
+        escaped = 't';
+        break;
+      case '\n':
+        escaped = 'n';
+        break;
+      case '\r':
+        escaped = 'r';
+        break;
+      default:
+        continue;
     }
     out.append(text.substr(start, i - start));
     out.push_back('\\');
@@ -393,9 +409,14 @@ Result<PostgresDestination::TableState*> PostgresDestination::TableFor(
   if (auto found = tables_.find(table_name); found != tables_.end()) return &found->second;
   std::string staging(table_name);
   switch (sync_.sync_mode) {
-    case SyncMode::kFullRefresh: staging += "_temp"; break;
-    case SyncMode::kIncremental: staging += "_incremental"; break;
-    case SyncMode::kStream: break;
+    case SyncMode::kFullRefresh:
+      staging += "_temp";
+      break;
+    case SyncMode::kIncremental:
+      staging += "_incremental";
+      break;
+    case SyncMode::kStream:
+      break;
   }
   if (table_name.empty() || staging.size() > kMaxIdentifierBytes) {
     return Fail(ConfigError(fmt::format(
@@ -463,13 +484,13 @@ Status PostgresDestination::EnsureLoadLog() {
                          connection_->Query("SELECT 1 FROM pg_namespace WHERE nspname = $1",
                                             "look up the destination schema", schema_));
   if (found.rows() == 0) {
-    BIZON_RETURN_IF_ERROR(connection_->Run(
-        fmt::format("CREATE SCHEMA IF NOT EXISTS {}", quoted_schema_),
-        "create the destination schema"));
+    BIZON_RETURN_IF_ERROR(
+        connection_->Run(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", quoted_schema_),
+                         "create the destination schema"));
   }
-  BIZON_RETURN_IF_ERROR(connection_->Run(
-      fmt::format("CREATE SEQUENCE IF NOT EXISTS {}", Qualified(kLoadSequence)),
-      "create the load id sequence"));
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("CREATE SEQUENCE IF NOT EXISTS {}", Qualified(kLoadSequence)),
+                       "create the load id sequence"));
   BIZON_RETURN_IF_ERROR(connection_->Run(
       fmt::format("CREATE TABLE IF NOT EXISTS {} ("
                   " load_id BIGINT NOT NULL,"
@@ -509,10 +530,10 @@ Status PostgresDestination::Track(TableState& table) {
         "forget the loads of an abandoned job", table.name, table.staging, sync_.job_id));
   } else {
     std::string qualified = Qualified(table.name);
-    BIZON_RETURN_IF_ERROR(connection_->Run(
-        fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} BIGINT)", qualified, definitions,
-                    kLoadIdColumn),
-        "create the destination table"));
+    BIZON_RETURN_IF_ERROR(
+        connection_->Run(fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} BIGINT)", qualified,
+                                     definitions, kLoadIdColumn),
+                         "create the destination table"));
     // A table made by a full refresh or by hand lacks the load column; add it (existing rows
     // keep NULL: they belong to no load this destination could roll back).
     BIZON_ASSIGN_OR_RETURN(
@@ -521,19 +542,19 @@ Status PostgresDestination::Track(TableState& table) {
                            " AND attname = $2 AND NOT attisdropped",
                            "look up the load column", qualified, kLoadIdColumn));
     if (has_column.rows() == 0) {
-      BIZON_RETURN_IF_ERROR(connection_->Run(
-          fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} BIGINT", qualified,
-                      kLoadIdColumn),
-          "add the load column"));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} BIGINT",
+                                       qualified, kLoadIdColumn),
+                           "add the load column"));
     }
     // BRIN: tiny, and load ids grow with the table's physical order, so the rollback of a
     // resumed stream job reads only the table's tail.
-    std::string index = fmt::format("_bizon_load_{:016x}",
-                                    static_cast<uint64_t>(AdvisoryLockKey(table.name)));
-    BIZON_RETURN_IF_ERROR(connection_->Run(
-        fmt::format("CREATE INDEX IF NOT EXISTS {} ON {} USING brin ({})",
-                    connection_->QuoteIdentifier(index), qualified, kLoadIdColumn),
-        "index the load column"));
+    std::string index =
+        fmt::format("_bizon_load_{:016x}", static_cast<uint64_t>(AdvisoryLockKey(table.name)));
+    BIZON_RETURN_IF_ERROR(
+        connection_->Run(fmt::format("CREATE INDEX IF NOT EXISTS {} ON {} USING brin ({})",
+                                     connection_->QuoteIdentifier(index), qualified, kLoadIdColumn),
+                         "index the load column"));
   }
   return connection_->Run(
       fmt::format("INSERT INTO {} (load_id, job_id, table_name, staging_name, kind, rows)"
@@ -551,8 +572,7 @@ Status PostgresDestination::RollBackUncommitted(TableState& table, int64_t commi
   BIZON_RETURN_IF_ERROR(LockTable(table.name));
   BIZON_ASSIGN_OR_RETURN(PgResult exists,
                          connection_->Query("SELECT to_regclass($1) IS NOT NULL",
-                                            "look up the staging table",
-                                            Qualified(table.staging)));
+                                            "look up the staging table", Qualified(table.staging)));
   if (!exists.Bool(0, 0)) {
     return DestinationError(
         StatusCode::kDataLoss,
@@ -566,11 +586,11 @@ Status PostgresDestination::RollBackUncommitted(TableState& table, int64_t commi
       Qualified(kLoadLog));
   BIZON_ASSIGN_OR_RETURN(
       PgResult removed,
-      connection_->Query(fmt::format("DELETE FROM {} WHERE {} > $3 AND {} IN ({})",
-                                     Qualified(table.staging), kLoadIdColumn, kLoadIdColumn,
-                                     uncommitted),
-                         "remove rows written after the last committed cursor", sync_.job_id,
-                         table.name, committed_load));
+      connection_->Query(
+          fmt::format("DELETE FROM {} WHERE {} > $3 AND {} IN ({})", Qualified(table.staging),
+                      kLoadIdColumn, kLoadIdColumn, uncommitted),
+          "remove rows written after the last committed cursor", sync_.job_id, table.name,
+          committed_load));
   BIZON_RETURN_IF_ERROR(connection_->Run(
       fmt::format("DELETE FROM {} WHERE job_id = $1 AND table_name = $2 AND kind = 'write'"
                   " AND load_id > $3",
@@ -587,16 +607,17 @@ Status PostgresDestination::RollBackUncommitted(TableState& table, int64_t commi
   }
   BIZON_RETURN_IF_ERROR(transaction.Commit());
   if (removed.AffectedRows() > 0) {
-    spdlog::info("Postgres destination: removed {} rows of {}.{} written after the last "
-                 "committed cursor; they will be fetched again",
-                 removed.AffectedRows(), schema_, table.staging);
+    spdlog::info(
+        "Postgres destination: removed {} rows of {}.{} written after the last "
+        "committed cursor; they will be fetched again",
+        removed.AffectedRows(), schema_, table.staging);
   }
   return Status::Ok();
 }
 
 Status PostgresDestination::Open(const Value& resume_state) {
-  BIZON_ASSIGN_OR_RETURN(connection_, PgConnection::Connect(connection_settings_,
-                                                            FailureClass::kDestination));
+  BIZON_ASSIGN_OR_RETURN(connection_,
+                         PgConnection::Connect(connection_settings_, FailureClass::kDestination));
   quoted_schema_ = connection_->QuoteIdentifier(schema_);
   BIZON_RETURN_IF_ERROR(EnsureLoadLog());
 
@@ -727,10 +748,10 @@ Result<Value> PostgresDestination::Write(const RecordBatch& records, int64_t loa
       BIZON_RETURN_IF_ERROR(Track(*table));
       newly_tracked.push_back(table);
     }
-    BIZON_RETURN_IF_ERROR(connection_->BeginCopy(
-        fmt::format("COPY {} ({}, {}) FROM STDIN", Qualified(table->staging),
-                    ColumnList(*columns), kLoadIdColumn),
-        "load rows with COPY"));
+    BIZON_RETURN_IF_ERROR(
+        connection_->BeginCopy(fmt::format("COPY {} ({}, {}) FROM STDIN", Qualified(table->staging),
+                                           ColumnList(*columns), kLoadIdColumn),
+                               "load rows with COPY"));
     BIZON_RETURN_IF_ERROR(AppendRows(records, rows, *columns, load_id, loaded_at_us));
     BIZON_ASSIGN_OR_RETURN(int64_t copied, connection_->EndCopy());
     BIZON_RETURN_IF_ERROR(connection_->Run(
@@ -758,10 +779,9 @@ Status PostgresDestination::Publish(TableState& table) {
                                      Qualified(kLoadLog)),
                          "look up the publish", sync_.job_id, table.name));
   if (already.rows() == 0) {
-    BIZON_ASSIGN_OR_RETURN(PgResult exists,
-                           connection_->Query("SELECT to_regclass($1) IS NOT NULL",
-                                              "look up the staging table",
-                                              Qualified(table.staging)));
+    BIZON_ASSIGN_OR_RETURN(
+        PgResult exists, connection_->Query("SELECT to_regclass($1) IS NOT NULL",
+                                            "look up the staging table", Qualified(table.staging)));
     if (!exists.Bool(0, 0)) {
       return DestinationError(
           StatusCode::kDataLoss,
@@ -781,28 +801,26 @@ Status PostgresDestination::Publish(TableState& table) {
                              "count the staged rows", sync_.job_id, table.name));
       rows = written.Int64(0, 0);
       // The swap: one transaction, so a reader sees the old table or the new one, never a mix.
-      BIZON_RETURN_IF_ERROR(connection_->Run(
-          fmt::format("ALTER TABLE {} DROP COLUMN {}", staging, kLoadIdColumn),
-          "drop the load column"));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}", staging, kLoadIdColumn),
+                           "drop the load column"));
       BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("DROP TABLE IF EXISTS {}", main),
                                              "drop the replaced table"));
-      BIZON_RETURN_IF_ERROR(
-          connection_->Run(fmt::format("ALTER TABLE {} RENAME TO {}", staging,
-                                       connection_->QuoteIdentifier(table.name)),
-                           "swap the staging table in"));
+      BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("ALTER TABLE {} RENAME TO {}", staging,
+                                                         connection_->QuoteIdentifier(table.name)),
+                                             "swap the staging table in"));
     } else {
       BIZON_RETURN_IF_ERROR(connection_->Run(
           fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", main, ColumnDefinitions(*columns)),
           "create the destination table"));
       std::string list = ColumnList(*columns);
-      BIZON_ASSIGN_OR_RETURN(
-          PgResult appended,
-          connection_->Query(
-              fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}", main, list, list, staging),
-              "append the staged rows"));
+      BIZON_ASSIGN_OR_RETURN(PgResult appended,
+                             connection_->Query(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}",
+                                                            main, list, list, staging),
+                                                "append the staged rows"));
       rows = appended.AffectedRows();
-      BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("DROP TABLE {}", staging),
-                                             "drop the staging table"));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("DROP TABLE {}", staging), "drop the staging table"));
     }
     BIZON_RETURN_IF_ERROR(connection_->Run(
         fmt::format("INSERT INTO {} (load_id, job_id, table_name, staging_name, kind, rows)"
@@ -844,24 +862,36 @@ Status RegisterPostgresDestination(ConnectorRegistry& registry) {
       .name = "postgres",
       .description = "PostgreSQL tables, loaded with COPY; exactly-once on resume.",
       .alias = "postgres",
-      .config = {.fields = {{.name = "host", .type = FieldType::kString,
+      .config = {.fields = {{.name = "host",
+                             .type = FieldType::kString,
                              .description = "PostgreSQL host.",
                              .default_value = Value("localhost")},
-                            {.name = "port", .type = FieldType::kInteger,
-                             .description = "PostgreSQL port.", .default_value = Value(5432),
-                             .minimum = 1, .maximum = 65535},
-                            {.name = "database", .type = FieldType::kString,
-                             .description = "Database to load into.", .required = true},
-                            {.name = "schema", .type = FieldType::kString,
+                            {.name = "port",
+                             .type = FieldType::kInteger,
+                             .description = "PostgreSQL port.",
+                             .default_value = Value(5432),
+                             .minimum = 1,
+                             .maximum = 65535},
+                            {.name = "database",
+                             .type = FieldType::kString,
+                             .description = "Database to load into.",
+                             .required = true},
+                            {.name = "schema",
+                             .type = FieldType::kString,
                              .description = "Schema of the tables; created when missing.",
                              .default_value = Value("public")},
-                            {.name = "username", .type = FieldType::kString,
-                             .description = "PostgreSQL user.", .required = true},
-                            {.name = "password", .type = FieldType::kString,
+                            {.name = "username",
+                             .type = FieldType::kString,
+                             .description = "PostgreSQL user.",
+                             .required = true},
+                            {.name = "password",
+                             .type = FieldType::kString,
                              .description = "PostgreSQL password; empty uses libpq's own "
                                             "sources (PGPASSWORD, ~/.pgpass).",
-                             .default_value = Value(""), .secret = true},
-                            {.name = "table", .type = FieldType::kString,
+                             .default_value = Value(""),
+                             .secret = true},
+                            {.name = "table",
+                             .type = FieldType::kString,
                              .description = "Table to load into; defaults to destination_id, "
                                             "then <source>_<stream>."}},
                  .unknown_keys = UnknownKeys::kError},

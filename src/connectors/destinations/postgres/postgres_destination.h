@@ -38,7 +38,16 @@
 namespace bizon {
 
 /// How a record_schemas type is stored.
-enum class PgColumnType { kText, kBigint, kDouble, kNumeric, kBoolean, kTimestamptz, kDate, kJsonb };
+enum class PgColumnType {
+  kText,
+  kBigint,
+  kDouble,
+  kNumeric,
+  kBoolean,
+  kTimestamptz,
+  kDate,
+  kJsonb
+};
 
 /// The PostgreSQL type of a record_schemas `type` (string, INTEGER, FLOAT64, TIMESTAMP, JSON...),
 /// case-insensitively; nullopt for a type this destination cannot store.
@@ -68,8 +77,8 @@ class PostgresDestination final : public Destination {
   };
   /// One destination table as this job sees it.
   struct TableState {
-    std::string name;     // The published table.
-    std::string staging;  // Where Write() loads: name + suffix, or name itself for a stream.
+    std::string name;        // The published table.
+    std::string staging;     // Where Write() loads: name + suffix, or name itself for a stream.
     bool tracked = false;    // This job has logged the table (and, staged, emptied its staging).
     bool published = false;  // Finalize() committed its publish.
   };

@@ -139,9 +139,8 @@ class PostgresDestinationTest : public testing::Test {
   }
 
   bool Exists(const std::string& table) {
-    auto result =
-        admin_->Query("SELECT to_regclass($1) IS NOT NULL", "look up a table",
-                      schema_ + "." + admin_->QuoteIdentifier(table));
+    auto result = admin_->Query("SELECT to_regclass($1) IS NOT NULL", "look up a table",
+                                schema_ + "." + admin_->QuoteIdentifier(table));
     return result.has_value() && result->Bool(0, 0);
   }
 
@@ -168,11 +167,11 @@ TEST_F(PostgresDestinationTest, FullRefreshStagesThenSwapsAndDropsTheLoadColumn)
             "_bizon_id text, _bizon_extracted_at timestamp with time zone, _bizon_loaded_at "
             "timestamp with time zone, _source_record_id text, _source_timestamp timestamp with "
             "time zone, _source_data jsonb");
-  auto row = ValueOrDie(admin_->Execute(
-      "SELECT _source_data->>'note', _source_timestamp = to_timestamp(1700000000),"
-      " length(_bizon_id), _bizon_extracted_at = to_timestamp(1700000001) FROM " +
-          schema_ + ".\"Out Table\" WHERE _source_record_id = '0'",
-      "read a row"));
+  auto row = ValueOrDie(
+      admin_->Execute("SELECT _source_data->>'note', _source_timestamp = to_timestamp(1700000000),"
+                      " length(_bizon_id), _bizon_extracted_at = to_timestamp(1700000001) FROM " +
+                          schema_ + ".\"Out Table\" WHERE _source_record_id = '0'",
+                      "read a row"));
   EXPECT_EQ(row.Text(0, 0), "tab\there");
   EXPECT_TRUE(row.Bool(0, 1));
   EXPECT_EQ(row.Text(0, 2), "32");
@@ -332,16 +331,16 @@ TEST_F(PostgresDestinationTest, UnnestRejectsARecordWhoseKeysDifferFromTheSchema
 }
 
 TEST_F(PostgresDestinationTest, ConfigErrorsAreCaughtBeforeConnecting) {
-  DestinationContext context{.sync = {.job_id = "j", .sync_mode = SyncMode::kIncremental},
-                             .config = Config(Value(Value::Map{
-                                 {"destination_id", Value(std::string(60, 'x'))}}))};
+  DestinationContext context{
+      .sync = {.job_id = "j", .sync_mode = SyncMode::kIncremental},
+      .config = Config(Value(Value::Map{{"destination_id", Value(std::string(60, 'x'))}}))};
   auto too_long = PostgresDestination::Create(context);
   ASSERT_FALSE(too_long.has_value());
   EXPECT_EQ(too_long.error().code(), StatusCode::kInvalidArgument);
 
-  context.config = Config(Value(Value::Map{
-      {"unnest", Value(true)},
-      {"record_schemas", ValueOrDie(Value::FromJson(R"([{"destination_id": "Out Table",
+  context.config = Config(Value(
+      Value::Map{{"unnest", Value(true)},
+                 {"record_schemas", ValueOrDie(Value::FromJson(R"([{"destination_id": "Out Table",
           "record_schema": [{"name": "g", "type": "GEOGRAPHY"}]}])"))}}));
   auto bad_type = PostgresDestination::Create(context);
   ASSERT_FALSE(bad_type.has_value());

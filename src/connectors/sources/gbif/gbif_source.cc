@@ -1,8 +1,8 @@
 // gbif: occurrence records of the Global Biodiversity Information Facility (API v1), a public API
 // used as a load generator. Offset-paginated; GBIF refuses offsets past 100,000, which caps a run.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "bizon/clock.h"
 #include "bizon/config_spec.h"
@@ -15,8 +15,8 @@ namespace bizon {
 namespace {
 
 constexpr std::string_view kDefaultBaseUrl = "https://api.gbif.org/v1";
-constexpr int64_t kMaxPageSize = 300;     // The search endpoint's largest `limit`.
-constexpr int64_t kMaxOffset = 100'000;   // GBIF's deep-paging limit.
+constexpr int64_t kMaxPageSize = 300;    // The search endpoint's largest `limit`.
+constexpr int64_t kMaxOffset = 100'000;  // GBIF's deep-paging limit.
 
 class GbifSource final : public Source {
  public:
@@ -54,7 +54,8 @@ class GbifSource final : public Source {
           std::string id;
           for (const std::optional<Value>& field : record.fields) {
             if (!field || field->is_null()) continue;
-            id = field->is_integer() ? std::to_string(field->AsInteger()) : field->ToDisplayString();
+            id =
+                field->is_integer() ? std::to_string(field->AsInteger()) : field->ToDisplayString();
             break;
           }
           if (id.empty()) id = fmt::format("{}_{}", offset, record.index);

@@ -16,14 +16,14 @@ constexpr std::string_view kDefaultBaseUrl = "https://pokeapi.co/api/v2";
 class PokeapiSource final : public Source {
  public:
   PokeapiSource(std::string entity_url, std::shared_ptr<HttpSession> session)
-      : entity_url_(entity_url), session_(session),
-        endpoint_(
-            {.name = "pokeapi",
-             .url = std::move(entity_url),
-             .record_selector = "results",
-             .record_id = "name",
-             .pagination = {.type = PaginationSpec::Type::kNextUrl, .next_url_path = "next"}},
-            std::move(session)) {}
+      : entity_url_(entity_url),
+        session_(session),
+        endpoint_({.name = "pokeapi",
+                   .url = std::move(entity_url),
+                   .record_selector = "results",
+                   .record_id = "name",
+                   .pagination = {.type = PaginationSpec::Type::kNextUrl, .next_url_path = "next"}},
+                  std::move(session)) {}
 
   Status CheckConnection() override {
     BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Get(entity_url_));
@@ -72,8 +72,8 @@ Status RegisterPokeapiSource(ConnectorRegistry& registry) {
         // The API is public: an `authentication` block is ignored, as in the original.
         BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session,
                                MakeSourceSession(context.config, {.use_authentication = false}));
-        std::string url = JoinUrl(context.config.GetString("base_url", kDefaultBaseUrl),
-                                  context.stream);
+        std::string url =
+            JoinUrl(context.config.GetString("base_url", kDefaultBaseUrl), context.stream);
         return std::make_unique<PokeapiSource>(std::move(url), std::move(session));
       },
   });

@@ -67,9 +67,9 @@ Result<EndpointSpec> EndpointOf(const Value& source, const std::string& stream) 
         names += (names.empty() ? "" : ", ") + name;
       }
     }
-    return Fail(InvalidArgumentError(fmt::format(
-        "source.stream: '{}' is not one of the endpoints of this rest_api source ({})", stream,
-        names.empty() ? "none declared" : names)));
+    return Fail(InvalidArgumentError(
+        fmt::format("source.stream: '{}' is not one of the endpoints of this rest_api source ({})",
+                    stream, names.empty() ? "none declared" : names)));
   }
   EndpointSpec spec;
   spec.name = stream;
@@ -88,8 +88,8 @@ Result<EndpointSpec> EndpointOf(const Value& source, const std::string& stream) 
   spec.record_id = endpoint->GetString("record_id", "id");
   BIZON_ASSIGN_OR_RETURN(spec.pagination, PaginationOf(endpoint->Find("pagination")));
   if (spec.pagination.cursor_in_body && spec.method != "POST") {
-    return Fail(InvalidArgumentError(fmt::format(
-        "endpoint '{}': pagination.location body needs method POST", stream)));
+    return Fail(InvalidArgumentError(
+        fmt::format("endpoint '{}': pagination.location body needs method POST", stream)));
   }
   if (const Value* incremental = endpoint->Find("incremental");
       incremental != nullptr && incremental->is_map()) {
@@ -97,8 +97,7 @@ Result<EndpointSpec> EndpointOf(const Value& source, const std::string& stream) 
     window.param = incremental->GetString("param");
     window.end_param = incremental->GetString("end_param");
     window.format = incremental->GetString("format", "iso8601");
-    window.cursor_field =
-        incremental->GetString("cursor_field", source.GetString("cursor_field"));
+    window.cursor_field = incremental->GetString("cursor_field", source.GetString("cursor_field"));
     spec.incremental = window;
   }
   return spec;
@@ -135,19 +134,19 @@ class RestApiSource final : public Source {
 };
 
 FieldSpec StringField(std::string name, std::string description, std::string fallback = "") {
-  FieldSpec field{.name = std::move(name), .type = FieldType::kString,
-                  .description = std::move(description)};
+  FieldSpec field{
+      .name = std::move(name), .type = FieldType::kString, .description = std::move(description)};
   if (!fallback.empty()) field.default_value = Value(std::move(fallback));
   return field;
 }
 
 FieldSpec PaginationField() {
-  FieldSpec has_more = StringField("has_more_path",
-                                   "Path of a boolean that is false on the last page.");
+  FieldSpec has_more =
+      StringField("has_more_path", "Path of a boolean that is false on the last page.");
   auto variant = [](std::string tag, std::string description, std::vector<FieldSpec> fields) {
     fields.insert(fields.begin(), FieldSpec{.name = "type", .type = FieldType::kString});
-    return VariantSpec{.tag = std::move(tag), .description = std::move(description),
-                       .fields = std::move(fields)};
+    return VariantSpec{
+        .tag = std::move(tag), .description = std::move(description), .fields = std::move(fields)};
   };
   return {
       .name = "pagination",
@@ -161,11 +160,15 @@ FieldSpec PaginationField() {
               variant("offset", "offset/limit query parameters.",
                       {StringField("offset_param", "Query parameter of the offset.", "offset"),
                        StringField("limit_param", "Query parameter of the page size.", "limit"),
-                       {.name = "limit", .type = FieldType::kInteger,
-                        .description = "Records asked for per page.", .default_value = 100,
+                       {.name = "limit",
+                        .type = FieldType::kInteger,
+                        .description = "Records asked for per page.",
+                        .default_value = 100,
                         .minimum = 1},
-                       {.name = "start_offset", .type = FieldType::kInteger,
-                        .description = "Offset of the first page.", .default_value = 0,
+                       {.name = "start_offset",
+                        .type = FieldType::kInteger,
+                        .description = "Offset of the first page.",
+                        .default_value = 0,
                         .minimum = 0},
                        has_more,
                        StringField("total_path",
@@ -173,10 +176,13 @@ FieldSpec PaginationField() {
                                    "that reaches it.")}),
               variant("page_number", "A page number query parameter.",
                       {StringField("page_param", "Query parameter of the page number.", "page"),
-                       {.name = "start_page", .type = FieldType::kInteger,
-                        .description = "Number of the first page.", .default_value = 1},
+                       {.name = "start_page",
+                        .type = FieldType::kInteger,
+                        .description = "Number of the first page.",
+                        .default_value = 1},
                        StringField("page_size_param", "Query parameter of the page size."),
-                       {.name = "page_size", .type = FieldType::kInteger,
+                       {.name = "page_size",
+                        .type = FieldType::kInteger,
                         .description = "Records per page; a shorter page is the last.",
                         .minimum = 1},
                        has_more}),
@@ -184,9 +190,11 @@ FieldSpec PaginationField() {
                       {StringField("cursor_param", "Parameter carrying the cursor.", "cursor"),
                        StringField("cursor_path", "Path of the next cursor in the response.",
                                    "next_cursor"),
-                       {.name = "location", .type = FieldType::kEnum,
+                       {.name = "location",
+                        .type = FieldType::kEnum,
                         .description = "query (default), or body for a POST JSON body.",
-                        .default_value = "query", .enum_values = {"query", "body"}},
+                        .default_value = "query",
+                        .enum_values = {"query", "body"}},
                        has_more}),
               variant("next_url", "The URL of the next page, read from the response.",
                       {StringField("next_url_path", "Path of the next page's URL.", "next")}),
@@ -203,31 +211,43 @@ FieldSpec EndpointField() {
       .description = "One endpoint, read as the stream of the same name.",
       .fields =
           {
-              {.name = "path", .type = FieldType::kString,
-               .description = "Path below base_url, or an absolute URL.", .required = true,
+              {.name = "path",
+               .type = FieldType::kString,
+               .description = "Path below base_url, or an absolute URL.",
+               .required = true,
                .example = "/v1/users"},
-              {.name = "method", .type = FieldType::kEnum, .description = "HTTP method.",
-               .default_value = "GET", .enum_values = {"GET", "POST"}},
-              {.name = "params", .type = FieldType::kMap,
+              {.name = "method",
+               .type = FieldType::kEnum,
+               .description = "HTTP method.",
+               .default_value = "GET",
+               .enum_values = {"GET", "POST"}},
+              {.name = "params",
+               .type = FieldType::kMap,
                .description = "Query parameters of this endpoint.",
                .default_value = Value::EmptyMap()},
-              {.name = "headers", .type = FieldType::kMap,
-               .description = "Headers of this endpoint.", .default_value = Value::EmptyMap(),
+              {.name = "headers",
+               .type = FieldType::kMap,
+               .description = "Headers of this endpoint.",
+               .default_value = Value::EmptyMap(),
                .items = {{.type = FieldType::kString}}},
-              {.name = "body", .type = FieldType::kAny,
+              {.name = "body",
+               .type = FieldType::kAny,
                .description = "JSON body sent with a POST."},
               StringField("record_selector",
                           "Dotted path of the records array in the response; empty when the "
                           "response is the array.",
                           ""),
-              {.name = "record_id", .type = FieldType::kString,
+              {.name = "record_id",
+               .type = FieldType::kString,
                .description = "Dotted path of each record's id; empty leaves ids empty.",
                .default_value = "id"},
               PaginationField(),
-              {.name = "incremental", .type = FieldType::kObject,
+              {.name = "incremental",
+               .type = FieldType::kObject,
                .description = "How an incremental run asks for records changed since the "
                               "last one.",
-               .fields = {{.name = "param", .type = FieldType::kString,
+               .fields = {{.name = "param",
+                           .type = FieldType::kString,
                            .description = "Query parameter receiving the window start.",
                            .required = true},
                           StringField("end_param",
@@ -250,26 +270,33 @@ Status RegisterRestApiSource(ConnectorRegistry& registry) {
   return registry.AddSource({
       .name = "rest_api",
       .description = "Any JSON API over HTTP, described in YAML: endpoints, pagination, auth.",
-      .streams = {{.name = "endpoint", .supports_incremental = true,
+      .streams = {{.name = "endpoint",
+                   .supports_incremental = true,
                    .description = "Example: stream names are the keys of `endpoints`."}},
       .streams_from_config = true,
       .config =
           {
               .fields =
                   {
-                      {.name = "base_url", .type = FieldType::kString,
+                      {.name = "base_url",
+                       .type = FieldType::kString,
                        .description = "URL the endpoint paths are relative to.",
-                       .required = true, .example = "https://api.example.com"},
-                      {.name = "headers", .type = FieldType::kMap,
+                       .required = true,
+                       .example = "https://api.example.com"},
+                      {.name = "headers",
+                       .type = FieldType::kMap,
                        .description = "Headers sent with every request.",
                        .default_value = Value::EmptyMap(),
                        .items = {{.type = FieldType::kString}}},
-                      {.name = "params", .type = FieldType::kMap,
+                      {.name = "params",
+                       .type = FieldType::kMap,
                        .description = "Query parameters sent with every request.",
                        .default_value = Value::EmptyMap()},
-                      {.name = "endpoints", .type = FieldType::kMap,
+                      {.name = "endpoints",
+                       .type = FieldType::kMap,
                        .description = "The streams: endpoint name to its description.",
-                       .required = true, .items = {EndpointField()}},
+                       .required = true,
+                       .items = {EndpointField()}},
                   },
               .unknown_keys = UnknownKeys::kWarn,
           },
@@ -288,10 +315,9 @@ Status RegisterRestApiSource(ConnectorRegistry& registry) {
         BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session,
                                MakeSourceSession(context.config, std::move(options)));
         const Value* endpoint = context.config.FindPath("endpoints");
-        std::string total_path =
-            endpoint != nullptr && endpoint->Find(context.stream) != nullptr
-                ? endpoint->Find(context.stream)->GetString("total_path")
-                : "";
+        std::string total_path = endpoint != nullptr && endpoint->Find(context.stream) != nullptr
+                                     ? endpoint->Find(context.stream)->GetString("total_path")
+                                     : "";
         return std::make_unique<RestApiSource>(RestEndpoint(std::move(spec), std::move(session)),
                                                std::move(total_path));
       },

@@ -1,8 +1,8 @@
 #include "connectors/sources/rest_api/rest_endpoint.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
+
+#include <ctime>
 
 #include "bizon/clock.h"
 
@@ -55,8 +55,8 @@ RestEndpoint::RestEndpoint(EndpointSpec spec, std::shared_ptr<HttpSession> sessi
     : spec_(std::move(spec)), session_(std::move(session)) {}
 
 HttpRequest RestEndpoint::FirstRequest(const QueryParams& extra) const {
-  HttpRequest request{.method = spec_.method, .url = spec_.url, .query = spec_.params,
-                      .headers = spec_.headers};
+  HttpRequest request{
+      .method = spec_.method, .url = spec_.url, .query = spec_.params, .headers = spec_.headers};
   request.query.insert(request.query.end(), extra.begin(), extra.end());
   return request;
 }
@@ -67,7 +67,8 @@ HttpRequest RestEndpoint::PageRequest(const Value& pagination, const QueryParams
   HttpRequest request = FirstRequest(extra);
   std::optional<Value> body = spec_.body;
   switch (paging.type) {
-    case PaginationSpec::Type::kNone: break;
+    case PaginationSpec::Type::kNone:
+      break;
     case PaginationSpec::Type::kOffset:
       offset = pagination.GetInteger("offset", paging.start_offset);
       request.query.emplace_back(paging.offset_param, std::to_string(offset));
@@ -113,7 +114,8 @@ Result<std::optional<Value>> RestEndpoint::ReadFirstPage(std::string_view path) 
   int64_t offset = 0;
   int64_t page_number = 0;
   HttpRequest request = PageRequest(Value::EmptyMap(), {}, offset, page_number);
-  std::string origin = fmt::format("{} {}", request.method, AppendQuery(request.url, request.query));
+  std::string origin =
+      fmt::format("{} {}", request.method, AppendQuery(request.url, request.query));
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
   JsonPage page(std::move(response.body), std::move(origin));
   return page.Find(path);
@@ -142,8 +144,7 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
   int64_t now = NowMicros();
   int64_t count = 0;
   BIZON_RETURN_IF_ERROR(page.ForEachObject(
-      spec_.record_selector, fields,
-      [&](const JsonObjectView& record) -> Status {
+      spec_.record_selector, fields, [&](const JsonObjectView& record) -> Status {
         std::string id;
         if (with_id) {
           if (!record.fields[0] || record.fields[0]->is_null()) {
@@ -174,7 +175,8 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
 
   Value next = Value::EmptyMap();
   switch (paging.type) {
-    case PaginationSpec::Type::kNone: break;
+    case PaginationSpec::Type::kNone:
+      break;
     case PaginationSpec::Type::kOffset: {
       BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, has_more());
       // The next offset follows the records received: an API that caps the limit skips nothing.
@@ -235,9 +237,9 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
 Result<SourceIteration> RestEndpoint::FetchAfter(const IncrementalState& state,
                                                  const Value& pagination) {
   if (!spec_.incremental) {
-    return Fail(InvalidArgumentError(fmt::format(
-        "endpoint '{}' has no incremental block; add one or use sync_mode full_refresh",
-        spec_.name)));
+    return Fail(InvalidArgumentError(
+        fmt::format("endpoint '{}' has no incremental block; add one or use sync_mode full_refresh",
+                    spec_.name)));
   }
   const IncrementalSpec& incremental = *spec_.incremental;
   if (const Value* carried = pagination.Find("max_cursor"); carried != nullptr && !max_cursor_) {
