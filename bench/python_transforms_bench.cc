@@ -1,8 +1,9 @@
 // Throughput of the embedded-Python transforms (src/python/python_transforms.h) on 1M records:
 // a pass-through snippet and the README's debezium snippet, applied to batches of 10,000
 // records. Build with -DBIZON_PYTHON_BENCH=ON in the release preset:
-//   cmake --preset release -DBIZON_PYTHON_BENCH=ON && cmake --build --preset release \
-//     --target bizon_python_transforms_bench && build/release/bizon_python_transforms_bench
+//   cmake --preset release -DBIZON_PYTHON_BENCH=ON
+//   cmake --build --preset release --target bizon_python_transforms_bench
+//   build/release/bizon_python_transforms_bench
 #include <chrono>
 #include <cstdio>
 #include <string>

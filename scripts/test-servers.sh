@@ -44,8 +44,6 @@ free_port_from() {
 # as root the cluster belongs to the `postgres` system user (created by the package), or to a
 # `bizon-test` system user made here when that one is missing.
 
-pg_dir="$state_root/pg"
-pg_data="$pg_dir/data"
 pg_user_name=bizon
 pg_password=bizon
 pg_database=bizon_test
@@ -74,6 +72,23 @@ pg_os_user() {
   fi
 }
 
+# The cluster's directory: build/test-servers/pg, unless the owner cannot reach it (a checkout
+# under a private home directory), then a directory of this checkout's own under /tmp.
+pg_state_dir() {
+  local preferred="$state_root/pg" owner
+  owner="$(pg_os_user)"
+  mkdir -p "$preferred"
+  if [[ "$owner" == "$(id -un)" ]] || runuser -u "$owner" -- test -x "$preferred" 2>/dev/null; then
+    echo "$preferred"
+  else
+    local fallback
+    fallback="/tmp/bizon-test-servers-$(printf '%s' "$state_root" | sha256sum | cut -c1-12)/pg"
+    mkdir -p "$fallback"
+    chmod 755 "$(dirname "$fallback")"
+    echo "$fallback"
+  fi
+}
+
 # Runs a command as the cluster's owner.
 pg_as_owner() {
   local owner
@@ -85,11 +100,22 @@ pg_as_owner() {
   fi
 }
 
+pg_dir=""
+pg_data=""
+pg_locate() {
+  if [[ -z "$pg_dir" ]]; then
+    pg_dir="$(pg_state_dir)"
+    pg_data="$pg_dir/data"
+  fi
+}
+
 postgres_running() {
+  pg_locate
   [[ -f "$pg_data/PG_VERSION" ]] && pg_as_owner "$(pg_bin)/pg_ctl" status -D "$pg_data" >/dev/null 2>&1
 }
 
 postgres_port() {
+  pg_locate
   cat "$pg_dir/port" 2>/dev/null || echo ""
 }
 
@@ -97,13 +123,12 @@ postgres_init() {
   local bin owner port
   bin="$(pg_bin)"
   owner="$(pg_os_user)"
+  pg_locate
   rm -rf "$pg_data"
-  mkdir -p "$pg_dir/run"
   port="$(free_port_from "${BIZON_PG_PORT:-55432}")"
   echo "$port" > "$pg_dir/port"
   printf '%s\n' "$pg_password" > "$pg_dir/pwfile"
   chown -R "$owner" "$pg_dir"
-  chmod 700 "$pg_dir/run"
   log "postgres: initdb in $pg_data (owner $owner, port $port)"
   pg_as_owner "$bin/initdb" -D "$pg_data" -U "$pg_user_name" --pwfile="$pg_dir/pwfile" \
     --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 \
@@ -114,7 +139,8 @@ postgres_init() {
 # --- scripts/test-servers.sh ---
 listen_addresses = '127.0.0.1'
 port = $port
-unix_socket_directories = '$pg_dir/run'
+# TCP only: no socket path to outgrow the 107-byte limit in a deep checkout.
+unix_socket_directories = ''
 max_connections = 200
 fsync = off
 full_page_writes = off
@@ -141,9 +167,10 @@ postgres_start() {
   log "postgres: starting on 127.0.0.1:$port"
   pg_as_owner "$bin/pg_ctl" start -D "$pg_data" -l "$pg_dir/server.log" -w -t 60 >/dev/null ||
     { tail -n 20 "$pg_dir/server.log" >&2; die "postgres: the server did not start"; }
-  if ! pg_as_owner "$bin/psql" -h "$pg_dir/run" -p "$port" -U "$pg_user_name" -d postgres -Atqc \
-    "SELECT 1 FROM pg_database WHERE datname = '$pg_database'" | grep -q 1; then
-    pg_as_owner "$bin/createdb" -h "$pg_dir/run" -p "$port" -U "$pg_user_name" "$pg_database"
+  if ! PGPASSWORD="$pg_password" "$bin/psql" -h 127.0.0.1 -p "$port" -U "$pg_user_name" \
+    -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname = '$pg_database'" | grep -q 1; then
+    PGPASSWORD="$pg_password" "$bin/createdb" -h 127.0.0.1 -p "$port" -U "$pg_user_name" \
+      "$pg_database"
   fi
 }
 

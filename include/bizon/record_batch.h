@@ -41,9 +41,9 @@ class RecordBatch {
   /// Stamps every record of the batch with the fetch time of its page.
   void SetExtractedAt(int64_t micros);
   std::string_view destination_id(size_t i) const {
-    return destination_ids_.empty() ? std::string_view() : std::string_view(destination_ids_[i]);
+    return has_destination_ids_ ? std::string_view(destination_ids_[i]) : std::string_view();
   }
-  bool has_destination_ids() const { return !destination_ids_.empty(); }
+  bool has_destination_ids() const { return has_destination_ids_; }
 
   /// Bytes held by the batch's buffers: what the queue bounds.
   size_t ByteSize() const;
@@ -65,6 +65,7 @@ class RecordBatch {
   std::vector<int64_t> timestamps_us_;
   std::vector<int64_t> extracted_at_us_;
   std::vector<std::string> destination_ids_;  // Empty, or one per record.
+  bool has_destination_ids_ = false;
 };
 
 }  // namespace bizon

@@ -12,10 +12,12 @@ void RecordBatch::Add(std::string_view id, std::string_view json, int64_t timest
   payload_offsets_.push_back(payloads_.size());
   timestamps_us_.push_back(timestamp_us);
   extracted_at_us_.push_back(0);
-  if (!destination_id.empty() && destination_ids_.empty()) {
+  if (!destination_id.empty() && !has_destination_ids_) {
+    // The first routed record: earlier records get the default (empty) destination id.
     destination_ids_.resize(timestamps_us_.size() - 1);
+    has_destination_ids_ = true;
   }
-  if (!destination_ids_.empty()) destination_ids_.emplace_back(destination_id);
+  if (has_destination_ids_) destination_ids_.emplace_back(destination_id);
 }
 
 void RecordBatch::AppendRange(const RecordBatch& other, size_t begin, size_t end) {
@@ -54,6 +56,7 @@ void RecordBatch::Clear() {
   timestamps_us_.clear();
   extracted_at_us_.clear();
   destination_ids_.clear();
+  has_destination_ids_ = false;
 }
 
 }  // namespace bizon

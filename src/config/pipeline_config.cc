@@ -5,6 +5,7 @@
 #include "config/pipeline_spec.h"
 #include "config/references.h"
 #include "config/yaml_loader.h"
+#include "python/python_transforms.h"
 
 namespace bizon {
 
@@ -60,6 +61,13 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
     result.normalized.Find("source")->Set("reset", true);
   }
   if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
+  if (const Value* transforms = raw.Find("transforms");
+      !result.has_errors() && transforms != nullptr && transforms->is_list() &&
+      !transforms->AsList().empty()) {
+    // Syntax errors surface here, before anything runs.
+    Status compiled = ValidateTransforms(*transforms, path);
+    if (!compiled.ok()) return Fail(compiled.WithFailureClass(FailureClass::kConfig));
+  }
   if (result.has_errors()) {
     return Fail(InvalidArgumentError(result.ErrorText(path)));
   }

@@ -7,6 +7,7 @@
 
 #include "bizon/clock.h"
 #include "engine/progress.h"
+#include "python/python_transforms.h"
 
 namespace bizon {
 namespace {
@@ -31,14 +32,15 @@ struct Buffer {
 class Consumer {
  public:
   Consumer(Destination& destination, Backend& backend, const PipelineSettings& settings,
-           const JobPlan& plan)
+           const JobPlan& plan, TransformChain* transforms)
       : destination_(destination),
         backend_(backend),
         settings_(settings),
         plan_(plan),
         progress_(settings.key.source_name + "." + settings.key.stream_name,
                   plan.job.total_records_to_fetch, plan.rows_already_written),
-        destination_state_(plan.destination_state) {}
+        destination_state_(plan.destination_state),
+        transforms_(transforms) {}
 
   ConsumerResult Run(MessageSource& source, const std::atomic<bool>& stop_requested);
 
@@ -67,6 +69,7 @@ class Consumer {
   /// Every cursor carries it, including those of empty pages, because a resume hands the last
   /// cursor's state to Open(): a cursor without it would make Open() discard committed rows.
   Value destination_state_;
+  TransformChain* transforms_;  // Null without transforms.
 };
 
 void Consumer::Add(QueueMessage& message) {
@@ -235,6 +238,12 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
         break;
     }
 
+    if (transforms_ != nullptr && !message.records.empty()) {
+      if (Status applied = transforms_->Apply(message.records); !applied.ok()) {
+        return Failed(ReturnStatus::kTransformError,
+                      applied.WithFailureClass(FailureClass::kTransform));
+      }
+    }
     if (message.next_state) last_state_ = message.next_state;
     if (message.records.empty()) {
       // Nothing to write, but the position still moves: an empty page mid-stream must not make
@@ -301,8 +310,9 @@ Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& pl
 
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
-                           const std::atomic<bool>& stop_requested) {
-  Consumer consumer(destination, backend, settings, plan);
+                           const std::atomic<bool>& stop_requested,
+                           TransformChain* transforms) {
+  Consumer consumer(destination, backend, settings, plan, transforms);
   return consumer.Run(source, stop_requested);
 }
 

@@ -16,6 +16,8 @@
 
 namespace bizon {
 
+class TransformChain;
+
 class MessageSource {
  public:
   virtual ~MessageSource() = default;
@@ -33,7 +35,8 @@ struct ConsumerResult {
 
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
-                           const std::atomic<bool>& stop_requested);
+                           const std::atomic<bool>& stop_requested,
+                           TransformChain* transforms = nullptr);
 
 /// Parses a PipelineReturnStatus value ("source_error").
 std::optional<ReturnStatus> ParseReturnStatus(std::string_view text);

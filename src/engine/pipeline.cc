@@ -21,6 +21,8 @@
 #include "engine/queue/memory_queue.h"
 #include "engine/run_lock.h"
 #include "engine/settings.h"
+#include "python/python_source.h"
+#include "python/python_transforms.h"
 
 namespace bizon {
 
@@ -236,10 +238,14 @@ struct RunParts {
   const DestinationDescriptor* destination_descriptor = nullptr;
   SourceContext source_context;
   DestinationContext destination_context;
+  /// Set for a custom Python source (`--custom-source` / `source.source_file_path`).
+  std::string python_source_path;
 };
 
 Result<std::unique_ptr<Source>> MakeSource(const RunParts& parts) {
-  auto source = parts.source_descriptor->factory(parts.source_context);
+  auto source = parts.python_source_path.empty()
+                    ? parts.source_descriptor->factory(parts.source_context)
+                    : OpenPythonSource(parts.python_source_path, parts.source_context);
   if (!source) return Fail(source.error().WithFailureClass(FailureClass::kSource));
   return source;
 }
@@ -250,7 +256,8 @@ struct SidesResult {
 };
 
 SidesResult RunThreaded(Source& source, Destination& destination, Backend& backend,
-                        const PipelineSettings& settings, const JobPlan& plan) {
+                        const PipelineSettings& settings, const JobPlan& plan,
+                        TransformChain* transforms) {
   MemoryQueue queue(settings.queue_limits);
   std::atomic<bool> stop{false};
   SidesResult result;
@@ -269,7 +276,8 @@ SidesResult RunThreaded(Source& source, Destination& destination, Backend& backe
     result.producer = RunProducer(source, producer_backend->get(), settings, plan, sink, stop);
   });
   QueueSource messages(queue);
-  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop);
+  result.consumer =
+      RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
   if (result.consumer.status != ReturnStatus::kSuccess) {
     stop = true;
     queue.Close();
@@ -279,7 +287,8 @@ SidesResult RunThreaded(Source& source, Destination& destination, Backend& backe
 }
 
 SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Backend& backend,
-                           const PipelineSettings& settings, const JobPlan& plan) {
+                           const PipelineSettings& settings, const JobPlan& plan,
+                           TransformChain* transforms) {
   SidesResult result;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -340,7 +349,8 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
   }
   PipeSource messages(fds[0]);
   std::atomic<bool> stop{false};
-  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop);
+  result.consumer =
+      RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
   // Stop the producer only when the consumer failed on its own; after an error termination the
   // producer is already exiting with its status, which a SIGTERM would race and hide.
   bool stopped = false;
@@ -378,7 +388,8 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
 }
 
 ReturnStatus RunInline(Source& source, Destination& destination, Backend& backend,
-                       const PipelineSettings& settings, const JobPlan& plan, Status& error) {
+                       const PipelineSettings& settings, const JobPlan& plan,
+                       TransformChain* transforms, Status& error) {
   Status opened = destination.Open(plan.destination_state);
   if (!opened.ok()) {
     error = opened.WithFailureClass(FailureClass::kDestination);
@@ -403,6 +414,13 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
     }
     bool last = fetched->IsLast();
     fetched->records.SetExtractedAt(extracted_at);
+    if (transforms != nullptr && !fetched->records.empty()) {
+      if (Status applied = transforms->Apply(fetched->records); !applied.ok()) {
+        spdlog::error("{}", applied.message());
+        error = applied.WithFailureClass(FailureClass::kTransform);
+        return ReturnStatus::kTransformError;
+      }
+    }
     if (!fetched->records.empty()) {
       auto wrote = destination.Write(fetched->records, NowMicros());
       if (!wrote) {
@@ -456,13 +474,35 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   const PipelineSettings& settings = *settings_or;
 
   RunParts parts;
+  parts.python_source_path = settings.source_config.GetString("source_file_path");
   parts.source_descriptor = registry.FindSource(settings.key.source_name);
   parts.destination_descriptor = registry.FindDestination(settings.destination_name);
-  if (parts.source_descriptor == nullptr || !parts.source_descriptor->factory) {
+  std::vector<StreamSpec> streams;
+  if (!parts.python_source_path.empty()) {
+    auto info = InspectPythonSource(parts.python_source_path, settings.key.source_name);
+    if (!info) return EarlyFailure(FailureClass::kConfig, info.error());
+    streams = info->streams;
+    bool known = false;
+    std::string available;
+    for (const StreamSpec& stream : streams) {
+      known |= stream.name == settings.key.stream_name;
+      available += fmt::format("{}'{}'", available.empty() ? "" : ", ", stream.name);
+    }
+    if (!known) {
+      return EarlyFailure(FailureClass::kConfig,
+                          InvalidArgumentError(fmt::format(
+                              "{}: source.stream: Stream {} not found. Available streams are [{}] "
+                              "(custom source {})",
+                              config.file_name, settings.key.stream_name, available,
+                              parts.python_source_path)));
+    }
+  } else if (parts.source_descriptor == nullptr || !parts.source_descriptor->factory) {
     return EarlyFailure(FailureClass::kConfig,
                         InvalidArgumentError(
                             fmt::format("source '{}' is declared but not implemented in this build",
                                         settings.key.source_name)));
+  } else {
+    streams = parts.source_descriptor->streams;
   }
   if (parts.destination_descriptor == nullptr || !parts.destination_descriptor->factory) {
     return EarlyFailure(FailureClass::kConfig,
@@ -470,13 +510,14 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                             "destination '{}' is declared but not implemented in this build",
                             settings.destination_name)));
   }
+  std::unique_ptr<TransformChain> transforms;
   if (settings.has_transforms) {
-    return EarlyFailure(FailureClass::kConfig,
-                        InvalidArgumentError("transforms need the embedded Python runtime, which "
-                                             "this build does not include yet"));
+    auto compiled = TransformChain::Compile(*config.config.Find("transforms"));
+    if (!compiled) return EarlyFailure(FailureClass::kConfig, compiled.error());
+    transforms = std::move(*compiled);
   }
   if (settings.sync_mode == SyncMode::kIncremental) {
-    for (const StreamSpec& stream : parts.source_descriptor->streams) {
+    for (const StreamSpec& stream : streams) {
       if (stream.name == settings.key.stream_name && !stream.supports_incremental) {
         return EarlyFailure(
             FailureClass::kConfig,
@@ -487,6 +528,13 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                 settings.key.source_name)));
       }
     }
+  }
+  std::string runner = settings.runner;
+  if (runner == "process" && !parts.python_source_path.empty()) {
+    // The embedded interpreter is started in this process, and a forked child must not use it.
+    spdlog::warn("The process runner cannot run a custom Python source in a forked producer; "
+                 "using the thread runner");
+    runner = "thread";
   }
 
   auto backend_or = OpenBackend(settings.backend_config);
@@ -541,10 +589,9 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   }
   Destination& destination = **destination_or;
 
-  std::string runner = settings.runner;
   if (runner == "stream") {
     Status error;
-    ReturnStatus status = RunInline(source, destination, backend, settings, plan, error);
+    ReturnStatus status = RunInline(source, destination, backend, settings, plan, transforms.get(), error);
     outcome.stream = status;
     outcome.success = status == ReturnStatus::kSuccess;
     if (outcome.success) {
@@ -556,8 +603,8 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
     }
   } else {
     SidesResult sides = runner == "process"
-                            ? RunInProcesses(parts, destination, backend, settings, plan)
-                            : RunThreaded(source, destination, backend, settings, plan);
+                            ? RunInProcesses(parts, destination, backend, settings, plan, transforms.get())
+                            : RunThreaded(source, destination, backend, settings, plan, transforms.get());
     outcome.producer = sides.producer.status;
     outcome.consumer = sides.consumer.status;
     outcome.success = sides.producer.status == ReturnStatus::kSuccess &&

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 
 namespace bizon {
@@ -88,7 +89,7 @@ std::optional<double> ParseRetryAfter(std::string_view header, int64_t now_us) {
   if (text.empty()) return std::nullopt;
   if (std::all_of(text.begin(), text.end(),
                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    return std::stod(std::string(text));
+    return std::strtod(std::string(text).c_str(), nullptr);  // No throw on absurd lengths.
   }
   // An HTTP-date: "Wed, 21 Oct 2015 07:28:00 GMT" (IMF-fixdate, the only form senders use now).
   std::tm parts{};

@@ -156,8 +156,9 @@ class Postgres:
                            "destination_id": table, **options}}
 
     def drop_schemas(self) -> None:
-        self.psql(f'DROP SCHEMA IF EXISTS "{self.backend_schema}" CASCADE;'
-                  f' DROP SCHEMA IF EXISTS "{self.destination_schema}" CASCADE', check=False)
+        for schema in (self.backend_schema, self.destination_schema):
+            quoted = schema.replace('"', '""')
+            self.psql(f'DROP SCHEMA IF EXISTS "{quoted}" CASCADE', check=False)
 
 
 @pytest.fixture

@@ -252,6 +252,35 @@ def test_refused_connections_are_retried_then_fail(bizon, api):
     assert "after 3 attempts" in read_result(bizon)["error"]
 
 
+def test_connect_timeout_is_retried_then_fails(bizon, api):
+    # A listener whose accept queue is full drops new SYNs: connecting hangs until the timeout.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(3):
+            filler = socket.socket()
+            filler.setblocking(False)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            fillers.append(filler)
+        time.sleep(0.2)
+        block = source(api, http={"timeout": [1, 30], "retries": {"total": 1}})
+        block["base_url"] = f"http://127.0.0.1:{port}"
+        started = time.monotonic()
+        result = run(bizon, pipeline("policy", block), check=1)
+        elapsed = time.monotonic() - started
+        for filler in fillers:
+            filler.close()
+    assert "connect timed out after 1 s" in retry_lines(result.stderr)[0]
+    error = read_result(bizon)["error"]
+    assert "after 2 attempts" in error and "connect timed out" in error
+    assert 2 <= elapsed < 20
+
+
 def test_truncated_body_is_retried(bizon, api):
     api.inject("/offset", Fault(truncate=True))
     result = run(bizon, pipeline("policy", source(api, http={})))

@@ -8,6 +8,8 @@ import json
 import time
 from datetime import datetime, timedelta, timezone
 
+import yaml
+
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401 (fixtures)
 from test_engine_support import (
     generator,
@@ -293,17 +295,36 @@ def test_a_second_run_of_the_same_pipeline_is_refused_while_another_shares_the_b
 
 
 def test_backend_and_destination_schemas_with_odd_names_are_quoted(bizon, pg):
-    pg.backend_schema = f'State "{pg.backend_schema}"'
+    pg.backend_schema = f'State "{pg.backend_schema}"'  # Dropped by the fixture, quoted.
     pg.destination_schema = f"Dest {pg.destination_schema}"
     config = bizon.write("p.yml", postgres_pipeline(
         pg, "odd", generator(count=7, page_size=3), pg.destination("Out Table")))
-    try:
-        bizon.run("run", config, check=0)
-        rows = pg.query(f'SELECT _source_record_id AS id FROM "{pg.destination_schema}"."Out Table"')
-        assert sorted(int(row["id"]) for row in rows) == list(range(7))
-        quoted_state = pg.backend_schema.replace('"', '""')
-        assert [job["status"] for job in pg.query(
-            f'SELECT status FROM "{quoted_state}".stream_jobs')] == ["succeeded"]
-    finally:
-        pg.psql(f'DROP SCHEMA IF EXISTS "{pg.backend_schema.replace(chr(34), chr(34) * 2)}" CASCADE',
-                check=False)
+    bizon.run("run", config, check=0)
+    assert pg.ids("Out Table") == list(range(7))
+    quoted_state = pg.backend_schema.replace('"', '""')
+    assert [job["status"] for job in pg.query(
+        f'SELECT status FROM "{quoted_state}".stream_jobs')] == ["succeeded"]
+
+
+def test_connection_errors_name_the_failing_side_and_never_the_password(bizon, pg):
+    wrong = {**pg.connection(), "password": "not-the-password-xyz"}
+    destination = pg.destination()
+    destination["config"].update(wrong)
+    config = bizon.write("d.yml", postgres_pipeline(pg, "bad", generator(count=3), destination))
+    result = bizon.run("run", config, "--result-json", "r.json")
+    assert result.returncode != 0
+    outcome = read_result(bizon.cwd / "r.json")
+    assert outcome["failure_class"] == "destination"
+    assert "password authentication failed" in outcome["error"]
+    assert "not-the-password-xyz" not in result.stderr + result.stdout + outcome["error"]
+
+    backend = pg.backend()
+    backend["config"]["port"] = 1  # Nothing listens there.
+    config = bizon.write("b.yml", yaml.safe_dump({
+        "name": "bad", "source": generator(count=3), "destination": pg.destination(),
+        "engine": {"backend": backend}}))
+    result = bizon.run("run", config, "--result-json", "r.json")
+    assert result.returncode != 0
+    outcome = read_result(bizon.cwd / "r.json")
+    assert outcome["failure_class"] == "backend"
+    assert "could not connect to PostgreSQL at 127.0.0.1:1/" in outcome["error"]

@@ -893,7 +893,7 @@ Status RegisterPostgresDestination(ConnectorRegistry& registry) {
                             {.name = "table",
                              .type = FieldType::kString,
                              .description = "Table to load into; defaults to destination_id, "
-                                            "then <source>_<stream>."}},
+                                            "then the source and stream names joined by '_'."}},
                  .unknown_keys = UnknownKeys::kError},
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         BIZON_ASSIGN_OR_RETURN(auto destination, PostgresDestination::Create(context));
