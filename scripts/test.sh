@@ -12,6 +12,10 @@ scripts/python-env.sh
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
+# PostgreSQL (and later RabbitMQ and Kafka) on loopback, stopped again on exit.
+eval "$(scripts/test-servers.sh start)"
+trap 'scripts/test-servers.sh stop' EXIT
+
 status=0
 ctest --preset dev || status=$?
 BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" \

@@ -50,6 +50,9 @@ struct FieldSpec {
   bool required = false;
   /// Whether an explicit `null` is accepted (it then means "not set").
   bool nullable = true;
+  /// An explicit `null` is a value of its own (e.g. "no cap") and is kept, not replaced by the
+  /// default.
+  bool null_is_value = false;
   std::optional<Value> default_value;
   std::string example;
   std::vector<std::string> enum_values;

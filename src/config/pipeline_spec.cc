@@ -351,7 +351,7 @@ FieldSpec HttpField() {
                 .items = {{.type = FieldType::kString}}},
                {.name = "retry_after_max", .type = FieldType::kNumber,
                 .description = "Cap on a Retry-After wait; null honours the header as sent.",
-                .default_value = Value(120)},
+                .null_is_value = true, .default_value = Value(120)},
            }},
       }};
 }

@@ -224,7 +224,8 @@ class Walker {
     for (const FieldSpec& field : *fields) {
       const Value* child = node.Find(field.name);
       std::string child_path = ChildPath(path, field.name);
-      if (child == nullptr || (child->is_null() && field.default_value && !field.required)) {
+      if (child == nullptr ||
+          (child->is_null() && field.default_value && !field.required && !field.null_is_value)) {
         if (field.required) {
           Error(child_path, node.mark(), "required key is missing");
         } else if (field.default_value) {

@@ -182,8 +182,6 @@ def test_default_retry_after_cap_is_120(bizon, api):
     assert waits(result.stderr) == [120.0]
 
 
-@pytest.mark.xfail(strict=True, reason="the config layer fills retry_after_max: null with its "
-                   "default (120); it must keep the explicit null")
 def test_null_retry_after_max_honours_the_header(bizon, api):
     api.inject("/offset", Fault(status=503, headers={"Retry-After": "3600"}))
     result = run(bizon, pipeline("policy", source(api, http={"retries": {"retry_after_max": None}})))
