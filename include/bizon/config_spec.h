@@ -18,11 +18,11 @@ enum class FieldType {
   kInteger,
   kNumber,
   kBoolean,
-  kEnum,     // A string from `enum_values`.
-  kObject,   // A map with declared `fields` (or discriminated `variants`).
-  kList,     // A list whose items follow `items`.
-  kMap,      // A map with free keys whose values follow `items` (or anything without `items`).
-  kAny,      // Anything; `one_of` narrows it to a set of alternatives.
+  kEnum,    // A string from `enum_values`.
+  kObject,  // A map with declared `fields` (or discriminated `variants`).
+  kList,    // A list whose items follow `items`.
+  kMap,     // A map with free keys whose values follow `items` (or anything without `items`).
+  kAny,     // Anything; `one_of` narrows it to a set of alternatives.
 };
 
 /// What an object does with keys it does not declare.

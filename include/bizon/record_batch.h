@@ -32,8 +32,8 @@ class RecordBatch {
     return std::string_view(ids_).substr(id_offsets_[i], id_offsets_[i + 1] - id_offsets_[i]);
   }
   std::string_view payload(size_t i) const {
-    return std::string_view(payloads_)
-        .substr(payload_offsets_[i], payload_offsets_[i + 1] - payload_offsets_[i]);
+    return std::string_view(payloads_).substr(payload_offsets_[i],
+                                              payload_offsets_[i + 1] - payload_offsets_[i]);
   }
   int64_t timestamp_us(size_t i) const { return timestamps_us_[i]; }
   /// When the producer fetched the record's page (0 until SetExtractedAt()).

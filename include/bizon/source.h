@@ -25,14 +25,15 @@ struct SourceIteration {
   std::optional<Value> next_state;
 
   bool IsLast() const {
-    return next_pagination.is_null() || (next_pagination.is_map() && next_pagination.AsMap().empty());
+    return next_pagination.is_null() ||
+           (next_pagination.is_map() && next_pagination.AsMap().empty());
   }
 };
 
 /// The run window handed to GetRecordsAfter (the original's SourceIncrementalState).
 struct IncrementalState {
-  int64_t last_run_us = 0;        // Start of the previous successful run, UTC.
-  int64_t run_started_at_us = 0;  // Start of this run: the upper bound of the window.
+  int64_t last_run_us = 0;          // Start of the previous successful run, UTC.
+  int64_t run_started_at_us = 0;    // Start of this run: the upper bound of the window.
   Value state = Value::EmptyMap();  // The previous successful run's next_state.
   std::string cursor_field;
 };

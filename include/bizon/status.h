@@ -117,9 +117,9 @@ inline std::unexpected<Status> Fail(Status status) { return std::unexpected(std:
 }  // namespace bizon
 
 /// Returns early from the enclosing function when `expr` (a Status) is not ok.
-#define BIZON_RETURN_IF_ERROR(expr)                    \
-  do {                                                 \
-    ::bizon::Status bizon_status_ = (expr);            \
+#define BIZON_RETURN_IF_ERROR(expr)                                          \
+  do {                                                                       \
+    ::bizon::Status bizon_status_ = (expr);                                  \
     if (!bizon_status_.ok()) return ::bizon::Fail(std::move(bizon_status_)); \
   } while (false)
 
@@ -130,7 +130,7 @@ inline std::unexpected<Status> Fail(Status status) { return std::unexpected(std:
 /// functions returning Status or Result<U>.
 #define BIZON_ASSIGN_OR_RETURN(lhs, expr) \
   BIZON_ASSIGN_OR_RETURN_IMPL_(BIZON_CONCAT_(bizon_result_, __LINE__), lhs, expr)
-#define BIZON_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
-  auto result = (expr);                                 \
+#define BIZON_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr)                     \
+  auto result = (expr);                                                     \
   if (!result.has_value()) return ::bizon::Fail(std::move(result).error()); \
   lhs = std::move(result).value()

@@ -31,16 +31,16 @@ class Value {
   using Map = std::vector<std::pair<std::string, Value>>;
 
   Value() = default;
-  Value(std::nullptr_t) {}                               // NOLINT(google-explicit-constructor)
-  Value(bool b) : data_(b) {}                            // NOLINT(google-explicit-constructor)
-  Value(int i) : data_(static_cast<int64_t>(i)) {}       // NOLINT(google-explicit-constructor)
-  Value(int64_t i) : data_(i) {}                         // NOLINT(google-explicit-constructor)
-  Value(double d) : data_(d) {}                          // NOLINT(google-explicit-constructor)
-  Value(std::string s) : data_(std::move(s)) {}          // NOLINT(google-explicit-constructor)
-  Value(std::string_view s) : data_(std::string(s)) {}   // NOLINT(google-explicit-constructor)
-  Value(const char* s) : data_(std::string(s)) {}        // NOLINT(google-explicit-constructor)
-  Value(List list) : data_(std::move(list)) {}           // NOLINT(google-explicit-constructor)
-  Value(Map map) : data_(std::move(map)) {}              // NOLINT(google-explicit-constructor)
+  Value(std::nullptr_t) {}                              // NOLINT(google-explicit-constructor)
+  Value(bool b) : data_(b) {}                           // NOLINT(google-explicit-constructor)
+  Value(int i) : data_(static_cast<int64_t>(i)) {}      // NOLINT(google-explicit-constructor)
+  Value(int64_t i) : data_(i) {}                        // NOLINT(google-explicit-constructor)
+  Value(double d) : data_(d) {}                         // NOLINT(google-explicit-constructor)
+  Value(std::string s) : data_(std::move(s)) {}         // NOLINT(google-explicit-constructor)
+  Value(std::string_view s) : data_(std::string(s)) {}  // NOLINT(google-explicit-constructor)
+  Value(const char* s) : data_(std::string(s)) {}       // NOLINT(google-explicit-constructor)
+  Value(List list) : data_(std::move(list)) {}          // NOLINT(google-explicit-constructor)
+  Value(Map map) : data_(std::move(map)) {}             // NOLINT(google-explicit-constructor)
 
   static Value EmptyMap() { return Value(Map{}); }
   static Value EmptyList() { return Value(List{}); }

@@ -1,7 +1,7 @@
 // `bizon config validate` and `bizon config schema`.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "cli/cli_context.h"
 #include "config/json_schema.h"
@@ -50,8 +50,9 @@ void AddConfigCommand(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* validate = config->add_subcommand(
       "validate", "Validate a pipeline file the way a run would, without running it.");
-  validate->add_option("config", args->file, "Pipeline YAML file.")->required()->check(
-      CLI::ExistingFile);
+  validate->add_option("config", args->file, "Pipeline YAML file.")
+      ->required()
+      ->check(CLI::ExistingFile);
   validate->add_option("--env-file", args->env_file, "Load variables from this .env file.")
       ->check(CLI::ExistingFile);
   validate->add_flag("--strict", args->strict, "Treat warnings as errors.");
@@ -67,23 +68,22 @@ void AddConfigCommand(CLI::App& app, CliContext& context) {
     }
     PrintWarnings(*loaded);
     if (args->strict && !loaded->warnings.empty()) {
-      std::fprintf(stderr, "%s: %zu warning(s), failing because of --strict\n",
-                   args->file.c_str(), loaded->warnings.size());
+      std::fprintf(stderr, "%s: %zu warning(s), failing because of --strict\n", args->file.c_str(),
+                   loaded->warnings.size());
       context.exit_code = 1;
       return;
     }
-    std::printf("%s: config valid (%zu warning(s))\n", args->file.c_str(),
-                loaded->warnings.size());
+    std::printf("%s: config valid (%zu warning(s))\n", args->file.c_str(), loaded->warnings.size());
   });
 
   CLI::App* schema = config->add_subcommand(
       "schema", "Print the JSON Schema of pipeline files, for editors and CI checks.");
-  schema->callback([&context] {
-    std::puts(ToJsonSchema(PipelineSpec(context.registry)).ToJson().c_str());
-  });
+  schema->callback(
+      [&context] { std::puts(ToJsonSchema(PipelineSpec(context.registry)).ToJson().c_str()); });
 
   config->add_subcommand("docs", "Print the Markdown reference of every declared option.")
-      ->callback([&context] { std::fputs(RenderConfigReference(context.registry).c_str(), stdout); });
+      ->callback(
+          [&context] { std::fputs(RenderConfigReference(context.registry).c_str(), stdout); });
 }
 
 }  // namespace bizon

@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
   bizon::AddStreamCommand(app, context);
   bizon::AddSecretsCommand(app, context);
   bizon::AddConfigCommand(app, context);
-  app.add_subcommand("destination", "Destination commands (none yet).")
-      ->callback([] { std::puts("No destination subcommands yet; see `bizon --help`."); });
+  app.add_subcommand("destination", "Destination commands (none yet).")->callback([] {
+    std::puts("No destination subcommands yet; see `bizon --help`.");
+  });
 
   try {
     app.parse(argc, argv);

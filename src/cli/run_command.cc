@@ -1,9 +1,9 @@
 // `bizon run <config>`.
-#include <cstdio>
-#include <fstream>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
 
 #include "bizon/clock.h"
 #include "cli/cli_context.h"
@@ -86,8 +86,9 @@ void RunCommand(const RunArgs& args, CliContext& context) {
 void AddRunCommand(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* run = app.add_subcommand("run", "Run a pipeline from a YAML config.");
-  run->add_option("config", args->file, "Pipeline YAML file.")->required()->check(
-      CLI::ExistingFile);
+  run->add_option("config", args->file, "Pipeline YAML file.")
+      ->required()
+      ->check(CLI::ExistingFile);
   run->add_option("--custom-source", args->custom_source,
                   "Custom Python file implementing a bizon source.")
       ->check(CLI::ExistingFile);

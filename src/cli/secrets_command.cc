@@ -1,7 +1,7 @@
 // `bizon secrets check <config>`: resolves every reference and reports it, masked.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "cli/cli_context.h"
 #include "config/pipeline_config.h"
@@ -44,9 +44,8 @@ void AddSecretsCommand(CLI::App& app, CliContext& context) {
     size_t failures = 0;
     for (const ReferenceSite& site : sites) {
       auto value = resolver.ResolveReference(site.reference);
-      std::string status =
-          value ? fmt::format("✓  ({} chars)", value->size())
-                : fmt::format("✗  {}", value.error().message());
+      std::string status = value ? fmt::format("✓  ({} chars)", value->size())
+                                 : fmt::format("✗  {}", value.error().message());
       if (!value) ++failures;
       std::printf("%s\n", fmt::format("{:<{}}   {:<{}}   {}", site.yaml_path, path_width,
                                       site.reference, reference_width, status)
@@ -54,12 +53,11 @@ void AddSecretsCommand(CLI::App& app, CliContext& context) {
     }
     for (const ReferenceSite& site : malformed) {
       ++failures;
-      std::printf("%s\n",
-                  fmt::format("{:<{}}   {:<{}}   ✗  malformed reference token, expected "
-                              "'${{<scheme>://<path>}}' (line {})",
-                              site.yaml_path, path_width, site.reference, reference_width,
-                              site.mark.line)
-                      .c_str());
+      std::printf("%s\n", fmt::format("{:<{}}   {:<{}}   ✗  malformed reference token, expected "
+                                      "'${{<scheme>://<path>}}' (line {})",
+                                      site.yaml_path, path_width, site.reference, reference_width,
+                                      site.mark.line)
+                              .c_str());
     }
     size_t total = sites.size() + malformed.size();
     if (failures > 0) {

@@ -1,7 +1,7 @@
 // `bizon stream list <source>` and `bizon stream reset <config>`.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "cli/cli_context.h"
 #include "config/pipeline_config.h"
@@ -46,9 +46,10 @@ void RunReset(const ResetArgs& args, CliContext& context) {
     return;
   }
   if (backend_config.GetString("type") == "sqlite") {
-    std::printf("Warning: the sqlite backend is a local file (%s), so this request is only "
-                "visible to runs using the same file.\n",
-                DescribeBackend(backend_config).c_str());
+    std::printf(
+        "Warning: the sqlite backend is a local file (%s), so this request is only "
+        "visible to runs using the same file.\n",
+        DescribeBackend(backend_config).c_str());
   }
   StreamKey key{loaded->PipelineId(), config.FindPath("source.name")->AsString(),
                 config.FindPath("source.stream")->AsString()};
@@ -77,15 +78,17 @@ void RunReset(const ResetArgs& args, CliContext& context) {
   auto last = (*backend)->GetLastSuccessfulStreamJob(key);
   if (!last) return fail(last.error());
   if (!last->has_value()) {
-    std::printf("Warning: no previous successful run found for %s. Check the stream name: a "
-                "stream that has never run already fetches everything on its next run.\n",
-                label.c_str());
+    std::printf(
+        "Warning: no previous successful run found for %s. Check the stream name: a "
+        "stream that has never run already fetches everything on its next run.\n",
+        label.c_str());
   }
   auto created = (*backend)->CreateStreamReset(key);
   if (!created) return fail(created.error());
-  std::printf("Reset requested for %s. The next run will re-fetch the full stream, replace the "
-              "destination table, and resume incremental from there.\n",
-              label.c_str());
+  std::printf(
+      "Reset requested for %s. The next run will re-fetch the full stream, replace the "
+      "destination table, and resume incremental from there.\n",
+      label.c_str());
 }
 
 }  // namespace
@@ -105,17 +108,18 @@ void AddStreamCommand(CLI::App& app, CliContext& context) {
     }
     std::printf("Available streams for %s:\n", source_name->c_str());
     for (const StreamSpec& spec : descriptor->streams) {
-      std::printf("%s - %s\n", spec.supports_incremental ? "[Supports incremental]"
-                                                         : "[Full refresh only]",
+      std::printf("%s - %s\n",
+                  spec.supports_incremental ? "[Supports incremental]" : "[Full refresh only]",
                   spec.name.c_str());
     }
   });
 
   auto args = std::make_shared<ResetArgs>();
-  CLI::App* reset = stream->add_subcommand(
-      "reset", "Queue a stream reset for the next run of this pipeline.");
-  reset->add_option("config", args->file, "Pipeline YAML file.")->required()->check(
-      CLI::ExistingFile);
+  CLI::App* reset =
+      stream->add_subcommand("reset", "Queue a stream reset for the next run of this pipeline.");
+  reset->add_option("config", args->file, "Pipeline YAML file.")
+      ->required()
+      ->check(CLI::ExistingFile);
   reset->add_option("--env-file", args->env_file, "Load variables from this .env file.")
       ->check(CLI::ExistingFile);
   reset->add_option("--stream", args->stream, "Reset this stream instead of source.stream.");

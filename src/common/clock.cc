@@ -1,13 +1,12 @@
 #include "bizon/clock.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <random>
-
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 namespace bizon {
 
@@ -49,8 +48,8 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
   int consumed = 0;
   if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%*1[T ]%2d:%2d:%2d%n", &year, &month, &day, &hour,
                   &minute, &second, &consumed) < 6) {
-    return Fail(InvalidArgumentError("expected a timestamp like 2026-01-31T12:00:00Z, got '" +
-                                     copy + "'"));
+    return Fail(
+        InvalidArgumentError("expected a timestamp like 2026-01-31T12:00:00Z, got '" + copy + "'"));
   }
   int64_t fraction = 0;
   size_t pos = static_cast<size_t>(consumed);

@@ -1,12 +1,12 @@
 #include "common/logging.h"
 
-#include <cstdio>
-#include <memory>
-#include <mutex>
-
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
 
 #include "config/references.h"
 
@@ -18,7 +18,8 @@ class RedactingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& message) override {
     spdlog::memory_buf_t formatted;
     formatter_->format(message, formatted);
-    std::string text = SecretMask::Global().Redact(std::string_view(formatted.data(), formatted.size()));
+    std::string text =
+        SecretMask::Global().Redact(std::string_view(formatted.data(), formatted.size()));
     std::fwrite(text.data(), 1, text.size(), stderr);
   }
   void flush_() override { std::fflush(stderr); }
@@ -48,7 +49,8 @@ Status ConfigureLogging(std::string_view level) {
         "'");
   }
   static std::shared_ptr<spdlog::logger> logger = [] {
-    auto created = std::make_shared<spdlog::logger>("bizon", std::make_shared<RedactingStderrSink>());
+    auto created =
+        std::make_shared<spdlog::logger>("bizon", std::make_shared<RedactingStderrSink>());
     created->set_pattern("%Y-%m-%d %H:%M:%S.%e | %-8l | %v");
     created->flush_on(spdlog::level::warn);
     return created;

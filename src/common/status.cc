@@ -6,32 +6,52 @@ namespace bizon {
 
 std::string_view ToString(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kAborted: return "aborted";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kDataLoss: return "data loss";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kUnimplemented: return "unimplemented";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kAborted:
+      return "aborted";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kDataLoss:
+      return "data loss";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }
 
 std::string_view ToString(FailureClass failure_class) {
   switch (failure_class) {
-    case FailureClass::kNone: return "";
-    case FailureClass::kConfig: return "config";
-    case FailureClass::kSource: return "source";
-    case FailureClass::kDestination: return "destination";
-    case FailureClass::kBackend: return "backend";
-    case FailureClass::kQueue: return "queue";
-    case FailureClass::kTransform: return "transform";
-    case FailureClass::kStream: return "stream";
-    case FailureClass::kKilled: return "killed";
-    case FailureClass::kUnknown: return "unknown";
+    case FailureClass::kNone:
+      return "";
+    case FailureClass::kConfig:
+      return "config";
+    case FailureClass::kSource:
+      return "source";
+    case FailureClass::kDestination:
+      return "destination";
+    case FailureClass::kBackend:
+      return "backend";
+    case FailureClass::kQueue:
+      return "queue";
+    case FailureClass::kTransform:
+      return "transform";
+    case FailureClass::kStream:
+      return "stream";
+    case FailureClass::kKilled:
+      return "killed";
+    case FailureClass::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }

@@ -1,10 +1,10 @@
 #include "bizon/value.h"
 
+#include <simdjson.h>
+
 #include <charconv>
 #include <cmath>
 #include <string>
-
-#include <simdjson.h>
 
 namespace bizon {
 
@@ -98,13 +98,27 @@ void AppendJsonString(std::string& out, std::string_view text) {
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(text.substr(run_start, i - run_start));
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
       default:
         out.append("\\u00");
         out.push_back(kHex[c >> 4]);
@@ -118,9 +132,15 @@ void AppendJsonString(std::string& out, std::string_view text) {
 
 void Value::AppendJson(std::string& out) const {
   switch (kind()) {
-    case Kind::kNull: out.append("null"); return;
-    case Kind::kBool: out.append(AsBool() ? "true" : "false"); return;
-    case Kind::kInteger: out.append(std::to_string(AsInteger())); return;
+    case Kind::kNull:
+      out.append("null");
+      return;
+    case Kind::kBool:
+      out.append(AsBool() ? "true" : "false");
+      return;
+    case Kind::kInteger:
+      out.append(std::to_string(AsInteger()));
+      return;
     case Kind::kDouble: {
       double d = AsDouble();
       if (!std::isfinite(d)) {
@@ -134,7 +154,9 @@ void Value::AppendJson(std::string& out) const {
       if (text.find_first_of(".eE") == std::string_view::npos) out.append(".0");
       return;
     }
-    case Kind::kString: AppendJsonString(out, AsString()); return;
+    case Kind::kString:
+      AppendJsonString(out, AsString());
+      return;
     case Kind::kList: {
       out.push_back('[');
       bool first = true;
@@ -193,12 +215,16 @@ Value FromElement(simdjson::dom::element element) {
     }
     case simdjson::dom::element_type::STRING:
       return Value(std::string(element.get_string().value_unsafe()));
-    case simdjson::dom::element_type::INT64: return Value(element.get_int64().value_unsafe());
+    case simdjson::dom::element_type::INT64:
+      return Value(element.get_int64().value_unsafe());
     case simdjson::dom::element_type::UINT64:
       return Value(static_cast<double>(element.get_uint64().value_unsafe()));
-    case simdjson::dom::element_type::DOUBLE: return Value(element.get_double().value_unsafe());
-    case simdjson::dom::element_type::BOOL: return Value(element.get_bool().value_unsafe());
-    case simdjson::dom::element_type::NULL_VALUE: return Value();
+    case simdjson::dom::element_type::DOUBLE:
+      return Value(element.get_double().value_unsafe());
+    case simdjson::dom::element_type::BOOL:
+      return Value(element.get_bool().value_unsafe());
+    case simdjson::dom::element_type::NULL_VALUE:
+      return Value();
   }
   return Value();
 }
@@ -211,21 +237,28 @@ Result<Value> Value::FromJson(std::string_view text) {
   simdjson::dom::element root;
   auto error = parser.parse(padded).get(root);
   if (error) {
-    return Fail(InvalidArgumentError(std::string("invalid JSON: ") +
-                                     simdjson::error_message(error)));
+    return Fail(
+        InvalidArgumentError(std::string("invalid JSON: ") + simdjson::error_message(error)));
   }
   return FromElement(root);
 }
 
 std::string_view ToString(Value::Kind kind) {
   switch (kind) {
-    case Value::Kind::kNull: return "null";
-    case Value::Kind::kBool: return "boolean";
-    case Value::Kind::kInteger: return "integer";
-    case Value::Kind::kDouble: return "number";
-    case Value::Kind::kString: return "string";
-    case Value::Kind::kList: return "list";
-    case Value::Kind::kMap: return "mapping";
+    case Value::Kind::kNull:
+      return "null";
+    case Value::Kind::kBool:
+      return "boolean";
+    case Value::Kind::kInteger:
+      return "integer";
+    case Value::Kind::kDouble:
+      return "number";
+    case Value::Kind::kString:
+      return "string";
+    case Value::Kind::kList:
+      return "list";
+    case Value::Kind::kMap:
+      return "mapping";
   }
   return "unknown";
 }

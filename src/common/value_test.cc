@@ -14,17 +14,15 @@ TEST(ValueTest, JsonRoundTrip) {
 
 TEST(ValueTest, EscapesControlCharacters) {
   std::string out;
-  AppendJsonString(out, std::string("a\x01" "b\tc", 5));
+  AppendJsonString(out, std::string("a\x01"
+                                    "b\tc",
+                                    5));
   EXPECT_EQ(out, "\"a\\u0001b\\tc\"");
 }
 
-TEST(ValueTest, KeepsNonAsciiBytes) {
-  EXPECT_EQ(Value("é").ToJson(), "\"é\"");
-}
+TEST(ValueTest, KeepsNonAsciiBytes) { EXPECT_EQ(Value("é").ToJson(), "\"é\""); }
 
-TEST(ValueTest, InvalidJsonIsAnError) {
-  EXPECT_FALSE(Value::FromJson("{\"a\":").has_value());
-}
+TEST(ValueTest, InvalidJsonIsAnError) { EXPECT_FALSE(Value::FromJson("{\"a\":").has_value()); }
 
 TEST(ValueTest, PathLookupAndSet) {
   Value root = Value::EmptyMap();

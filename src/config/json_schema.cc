@@ -39,13 +39,18 @@ Value WithNull(Value schema, const FieldSpec& spec) {
 Value SchemaFor(const FieldSpec& spec) {
   Value schema = Value::EmptyMap();
   switch (spec.type) {
-    case FieldType::kString: schema.Set("type", "string"); break;
+    case FieldType::kString:
+      schema.Set("type", "string");
+      break;
     case FieldType::kInteger:
       // Numeric strings are accepted for integers, as the original's models do.
       schema.Set("type", Value(Value::List{"integer", "string"}));
       break;
-    case FieldType::kNumber: schema.Set("type", Value(Value::List{"number", "string"})); break;
-    case FieldType::kBoolean: schema.Set("type", Value(Value::List{"boolean", "string", "integer"}));
+    case FieldType::kNumber:
+      schema.Set("type", Value(Value::List{"number", "string"}));
+      break;
+    case FieldType::kBoolean:
+      schema.Set("type", Value(Value::List{"boolean", "string", "integer"}));
       break;
     case FieldType::kEnum: {
       Value::List values;

@@ -27,8 +27,7 @@ Result<Value> LoadRawConfig(const std::string& path, const LoadOptions& options)
   return raw;
 }
 
-Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
-                                        const ConnectorRegistry& registry,
+Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const ConnectorRegistry& registry,
                                         const LoadOptions& options) {
   BIZON_ASSIGN_OR_RETURN(Value raw, LoadRawConfig(path, options));
 
@@ -38,7 +37,8 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
     if (options.log_level) runner.Set("log_level", *options.log_level);
     if (options.runner) runner.Set("type", *options.runner);
   }
-  if (options.custom_source) raw.GetOrCreateMap("source").Set("source_file_path", *options.custom_source);
+  if (options.custom_source)
+    raw.GetOrCreateMap("source").Set("source_file_path", *options.custom_source);
   if (options.stream) raw.GetOrCreateMap("source").Set("stream", *options.stream);
 
   if (!options.skip_references) {
@@ -71,8 +71,10 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
   if (result.has_errors()) {
     return Fail(InvalidArgumentError(result.ErrorText(path)));
   }
-  LoadedConfig loaded{.file_name = path, .raw = std::move(raw),
-                      .config = std::move(result.normalized), .warnings = {}};
+  LoadedConfig loaded{.file_name = path,
+                      .raw = std::move(raw),
+                      .config = std::move(result.normalized),
+                      .warnings = {}};
   for (Diagnostic& diagnostic : result.diagnostics) {
     if (diagnostic.severity == Diagnostic::Severity::kWarning) {
       loaded.warnings.push_back(std::move(diagnostic));

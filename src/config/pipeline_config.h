@@ -38,8 +38,7 @@ struct LoadedConfig {
 
 /// Loads and validates. Any error gives a Status (failure class config) whose message lists
 /// every problem as `file:line: path: message`.
-Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
-                                        const ConnectorRegistry& registry,
+Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const ConnectorRegistry& registry,
                                         const LoadOptions& options);
 
 /// Steps 1-4 only (env file, YAML, legacy env): what `bizon secrets check` inspects.

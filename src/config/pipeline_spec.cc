@@ -1,75 +1,102 @@
 #include "config/pipeline_spec.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace bizon {
 namespace {
 
 FieldSpec String(std::string name, std::string description) {
-  return {.name = std::move(name), .type = FieldType::kString,
-          .description = std::move(description)};
+  return {
+      .name = std::move(name), .type = FieldType::kString, .description = std::move(description)};
 }
 
 FieldSpec Secret(std::string name, std::string description, bool required) {
-  return {.name = std::move(name), .type = FieldType::kString,
-          .description = std::move(description), .required = required, .secret = true};
+  return {.name = std::move(name),
+          .type = FieldType::kString,
+          .description = std::move(description),
+          .required = required,
+          .secret = true};
 }
 
 FieldSpec StringList(std::string name, std::string description) {
-  return {.name = std::move(name), .type = FieldType::kList,
-          .description = std::move(description), .items = {{.type = FieldType::kString}}};
+  return {.name = std::move(name),
+          .type = FieldType::kList,
+          .description = std::move(description),
+          .items = {{.type = FieldType::kString}}};
 }
 
 std::vector<FieldSpec> TokenParams() {
   return {
       Secret("token", "API token sent on every request.", true),
-      {.name = "auth_method", .type = FieldType::kString,
+      {.name = "auth_method",
+       .type = FieldType::kString,
        .description = "Scheme placed before the token; empty sends the bare token.",
        .default_value = Value("Bearer")},
-      {.name = "auth_header", .type = FieldType::kString,
-       .description = "Header carrying the token.", .default_value = Value("Authorization")},
+      {.name = "auth_header",
+       .type = FieldType::kString,
+       .description = "Header carrying the token.",
+       .default_value = Value("Authorization")},
   };
 }
 
 std::vector<FieldSpec> BasicParams() {
   return {
-      {.name = "username", .type = FieldType::kString, .description = "User name.",
+      {.name = "username",
+       .type = FieldType::kString,
+       .description = "User name.",
        .required = true},
-      {.name = "password", .type = FieldType::kString, .description = "Password.",
-       .default_value = Value(""), .secret = true},
-      {.name = "auth_method", .type = FieldType::kString, .description = "Scheme name.",
+      {.name = "password",
+       .type = FieldType::kString,
+       .description = "Password.",
+       .default_value = Value(""),
+       .secret = true},
+      {.name = "auth_method",
+       .type = FieldType::kString,
+       .description = "Scheme name.",
        .default_value = Value("Basic")},
-      {.name = "auth_header", .type = FieldType::kString,
-       .description = "Header carrying the credentials.", .default_value = Value("Authorization")},
+      {.name = "auth_header",
+       .type = FieldType::kString,
+       .description = "Header carrying the credentials.",
+       .default_value = Value("Authorization")},
   };
 }
 
 std::vector<FieldSpec> OauthParams() {
   return {
-      {.name = "token_refresh_endpoint", .type = FieldType::kString,
-       .description = "URL of the token endpoint.", .required = true},
-      {.name = "client_id", .type = FieldType::kString, .description = "OAuth client id.",
+      {.name = "token_refresh_endpoint",
+       .type = FieldType::kString,
+       .description = "URL of the token endpoint.",
+       .required = true},
+      {.name = "client_id",
+       .type = FieldType::kString,
+       .description = "OAuth client id.",
        .required = true},
       Secret("client_secret", "OAuth client secret.", true),
       Secret("refresh_token", "Refresh token, for the refresh_token grant.", false),
       StringList("scopes", "Scopes requested, sent comma-separated."),
       String("token_expiry_date", "Expiry of an access token supplied up front."),
       String("token_expiry_date_format", "strftime format of expires_in when it is a date."),
-      {.name = "access_token_name", .type = FieldType::kString,
+      {.name = "access_token_name",
+       .type = FieldType::kString,
        .description = "Response field holding the access token.",
        .default_value = Value("access_token")},
-      {.name = "expires_in_name", .type = FieldType::kString,
+      {.name = "expires_in_name",
+       .type = FieldType::kString,
        .description = "Response field holding the lifetime in seconds.",
        .default_value = Value("expires_in")},
-      {.name = "refresh_request_body", .type = FieldType::kMap,
+      {.name = "refresh_request_body",
+       .type = FieldType::kMap,
        .description = "Extra form fields sent with the refresh request."},
-      {.name = "grant_type", .type = FieldType::kString, .description = "OAuth grant type.",
+      {.name = "grant_type",
+       .type = FieldType::kString,
+       .description = "OAuth grant type.",
        .default_value = Value("refresh_token")},
       String("response_field_path", "Path of the object holding the token in the response."),
-      {.name = "expiry_skew_seconds", .type = FieldType::kInteger,
+      {.name = "expiry_skew_seconds",
+       .type = FieldType::kInteger,
        .description = "Refresh this many seconds before expiry (default: 10% of the lifetime, "
                       "at most 60).",
        .minimum = 0},
@@ -78,10 +105,17 @@ std::vector<FieldSpec> OauthParams() {
 
 std::vector<FieldSpec> CookieParams() {
   return {
-      {.name = "cookies", .type = FieldType::kMap, .description = "Cookies sent on each request.",
-       .required = true, .secret = true, .items = {{.type = FieldType::kString, .secret = true}}},
-      {.name = "headers", .type = FieldType::kMap, .description = "Extra headers.",
-       .default_value = Value::EmptyMap(), .items = {{.type = FieldType::kString}}},
+      {.name = "cookies",
+       .type = FieldType::kMap,
+       .description = "Cookies sent on each request.",
+       .required = true,
+       .secret = true,
+       .items = {{.type = FieldType::kString, .secret = true}}},
+      {.name = "headers",
+       .type = FieldType::kMap,
+       .description = "Extra headers.",
+       .default_value = Value::EmptyMap(),
+       .items = {{.type = FieldType::kString}}},
   };
 }
 
@@ -102,14 +136,15 @@ VariantSpec AuthVariant(const std::string& type) {
     description = "Session cookies.";
   }
   VariantSpec variant{
-          .tag = type,
-          .description = description,
-          .fields = {{.name = "type", .type = FieldType::kString, .required = true},
-                     {.name = "params", .type = FieldType::kObject,
-                      .description = "Credentials for this authentication type.",
-                      .fields = std::move(params)}},
-          // Connectors read extra keys beside params (kafka's schema registry settings).
-          .unknown_keys = UnknownKeys::kWarn};
+      .tag = type,
+      .description = description,
+      .fields = {{.name = "type", .type = FieldType::kString, .required = true},
+                 {.name = "params",
+                  .type = FieldType::kObject,
+                  .description = "Credentials for this authentication type.",
+                  .fields = std::move(params)}},
+      // Connectors read extra keys beside params (kafka's schema registry settings).
+      .unknown_keys = UnknownKeys::kWarn};
   if (type == "api_key" || type == "bearer") {
     // The seed README's shorthand: `api_key: ...` beside `type`, instead of params.token.
     variant.fields.push_back(Secret("api_key", "Shorthand for params.token.", false));
@@ -141,31 +176,48 @@ void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& varian
 
 FieldSpec BackendConfig(bool postgres) {
   std::vector<FieldSpec> fields = {
-      {.name = "database", .type = FieldType::kString,
+      {.name = "database",
+       .type = FieldType::kString,
        .description = "Database name; for sqlite the file is <database>.sqlite3 in the working "
                       "directory; for bigquery the GCP project.",
        .required = true},
-      {.name = "schema", .type = FieldType::kString,
-       .description = "Schema (dataset for bigquery) holding the state tables.", .required = true},
-      {.name = "syncCursorInDBEvery", .type = FieldType::kInteger,
+      {.name = "schema",
+       .type = FieldType::kString,
+       .description = "Schema (dataset for bigquery) holding the state tables.",
+       .required = true},
+      {.name = "syncCursorInDBEvery",
+       .type = FieldType::kInteger,
        .description = "Write the source cursor to the backend every N iterations.",
-       .default_value = Value(10), .minimum = 1},
-      {.name = "echoEngine", .type = FieldType::kBoolean,
-       .description = "Log every SQL statement.", .default_value = Value(false)},
+       .default_value = Value(10),
+       .minimum = 1},
+      {.name = "echoEngine",
+       .type = FieldType::kBoolean,
+       .description = "Log every SQL statement.",
+       .default_value = Value(false)},
   };
   if (postgres) {
-    fields.push_back({.name = "host", .type = FieldType::kString,
-                      .description = "PostgreSQL host.", .required = true});
-    fields.push_back({.name = "port", .type = FieldType::kInteger,
-                      .description = "PostgreSQL port.", .required = true, .minimum = 1,
+    fields.push_back({.name = "host",
+                      .type = FieldType::kString,
+                      .description = "PostgreSQL host.",
+                      .required = true});
+    fields.push_back({.name = "port",
+                      .type = FieldType::kInteger,
+                      .description = "PostgreSQL port.",
+                      .required = true,
+                      .minimum = 1,
                       .maximum = 65535});
-    fields.push_back({.name = "username", .type = FieldType::kString,
-                      .description = "PostgreSQL user.", .required = true});
+    fields.push_back({.name = "username",
+                      .type = FieldType::kString,
+                      .description = "PostgreSQL user.",
+                      .required = true});
     fields.push_back(Secret("password", "PostgreSQL password.", true));
   }
-  return {.name = "config", .type = FieldType::kObject,
-          .description = "Connection settings of the backend.", .required = true,
-          .fields = std::move(fields), .unknown_keys = UnknownKeys::kIgnore};
+  return {.name = "config",
+          .type = FieldType::kObject,
+          .description = "Connection settings of the backend.",
+          .required = true,
+          .fields = std::move(fields),
+          .unknown_keys = UnknownKeys::kIgnore};
 }
 
 FieldSpec BackendField() {
@@ -176,7 +228,8 @@ FieldSpec BackendField() {
                        .unknown_keys = UnknownKeys::kIgnore};
   };
   FieldSpec bigquery_config = BackendConfig(false);
-  bigquery_config.fields.push_back({.name = "create_schema", .type = FieldType::kBoolean,
+  bigquery_config.fields.push_back({.name = "create_schema",
+                                    .type = FieldType::kBoolean,
                                     .description = "Create the dataset when it is missing.",
                                     .default_value = Value(false)});
   bigquery_config.fields.push_back(String("schema_location", "Location of a created dataset."));
@@ -188,7 +241,8 @@ FieldSpec BackendField() {
   default_config.Set("schema", "public");
   default_config.Set("syncCursorInDBEvery", 10);
   default_backend.Set("config", default_config);
-  return {.name = "backend", .type = FieldType::kObject,
+  return {.name = "backend",
+          .type = FieldType::kObject,
           .description = "Where jobs and cursors are stored.",
           .default_value = default_backend,
           .discriminator = "type",
@@ -202,64 +256,92 @@ FieldSpec BackendField() {
 
 FieldSpec QueueField() {
   FieldSpec python_config = {
-      .name = "config", .type = FieldType::kObject, .description = "In-process queue settings.",
+      .name = "config",
+      .type = FieldType::kObject,
+      .description = "In-process queue settings.",
       .default_value = Value::EmptyMap(),
       .fields = {
-          {.name = "max_nb_messages", .type = FieldType::kInteger,
+          {.name = "max_nb_messages",
+           .type = FieldType::kInteger,
            .description = "The producer pauses once about this many records are queued.",
-           .default_value = Value(1000000), .minimum = 1},
-          {.name = "max_bytes", .type = FieldType::kInteger,
+           .default_value = Value(1000000),
+           .minimum = 1},
+          {.name = "max_bytes",
+           .type = FieldType::kInteger,
            .description = "The producer also pauses once queued records take this many bytes "
                           "(unset: 64 MiB).",
            .minimum = 1},
-          {.name = "queue", .type = FieldType::kObject, .description = "Queue sizing.",
+          {.name = "queue",
+           .type = FieldType::kObject,
+           .description = "Queue sizing.",
            .default_value = Value::EmptyMap(),
-           .fields = {{.name = "max_size", .type = FieldType::kInteger,
+           .fields = {{.name = "max_size",
+                       .type = FieldType::kInteger,
                        .description = "Maximum queued iterations; 0 means unbounded.",
-                       .default_value = Value(0), .minimum = 0}}},
-          {.name = "consumer", .type = FieldType::kObject, .description = "Consumer settings.",
+                       .default_value = Value(0),
+                       .minimum = 0}}},
+          {.name = "consumer",
+           .type = FieldType::kObject,
+           .description = "Consumer settings.",
            .default_value = Value::EmptyMap(),
-           .fields = {{.name = "poll_interval", .type = FieldType::kNumber,
+           .fields = {{.name = "poll_interval",
+                       .type = FieldType::kNumber,
                        .description = "Seconds between polls (kept for compatibility).",
                        .default_value = Value(1)}}},
       }};
   FieldSpec kafka_config = {
-      .name = "config", .type = FieldType::kObject, .description = "Kafka queue settings.",
+      .name = "config",
+      .type = FieldType::kObject,
+      .description = "Kafka queue settings.",
       .required = true,
       .fields = {
-          {.name = "queue", .type = FieldType::kObject, .required = true,
-           .fields = {{.name = "bootstrap_server", .type = FieldType::kString,
-                       .description = "Broker address, host:port.", .required = true},
-                      {.name = "topic", .type = FieldType::kString,
+          {.name = "queue",
+           .type = FieldType::kObject,
+           .required = true,
+           .fields = {{.name = "bootstrap_server",
+                       .type = FieldType::kString,
+                       .description = "Broker address, host:port.",
+                       .required = true},
+                      {.name = "topic",
+                       .type = FieldType::kString,
                        .description = "Topic carrying the batches.",
                        .default_value = Value("bizon")}}},
-          {.name = "consumer", .type = FieldType::kObject, .default_value = Value::EmptyMap(),
-           .fields = {{.name = "group_id", .type = FieldType::kString,
-                       .default_value = Value("bizon")},
-                      {.name = "auto_offset_reset", .type = FieldType::kString,
-                       .default_value = Value("earliest")},
-                      {.name = "enable_auto_commit", .type = FieldType::kBoolean,
-                       .default_value = Value(true)},
-                      {.name = "consumer_timeout_ms", .type = FieldType::kInteger,
-                       .default_value = Value(1000)}}},
-          {.name = "max_nb_messages", .type = FieldType::kInteger,
-           .default_value = Value(1000000)},
+          {.name = "consumer",
+           .type = FieldType::kObject,
+           .default_value = Value::EmptyMap(),
+           .fields =
+               {{.name = "group_id", .type = FieldType::kString, .default_value = Value("bizon")},
+                {.name = "auto_offset_reset",
+                 .type = FieldType::kString,
+                 .default_value = Value("earliest")},
+                {.name = "enable_auto_commit",
+                 .type = FieldType::kBoolean,
+                 .default_value = Value(true)},
+                {.name = "consumer_timeout_ms",
+                 .type = FieldType::kInteger,
+                 .default_value = Value(1000)}}},
+          {.name = "max_nb_messages", .type = FieldType::kInteger, .default_value = Value(1000000)},
       }};
   FieldSpec rabbitmq_config = {
-      .name = "config", .type = FieldType::kObject, .description = "RabbitMQ queue settings.",
+      .name = "config",
+      .type = FieldType::kObject,
+      .description = "RabbitMQ queue settings.",
       .required = true,
       .fields = {
-          {.name = "queue", .type = FieldType::kObject, .required = true,
-           .fields = {{.name = "host", .type = FieldType::kString, .required = true},
-                      {.name = "port", .type = FieldType::kInteger, .default_value = Value(5672)},
-                      {.name = "queue_name", .type = FieldType::kString, .required = true},
-                      {.name = "exchange", .type = FieldType::kString,
-                       .default_value = Value("")}}},
-          {.name = "consumer", .type = FieldType::kObject, .default_value = Value::EmptyMap(),
-           .fields = {{.name = "poll_interval", .type = FieldType::kNumber,
-                       .default_value = Value(1)}}},
-          {.name = "max_nb_messages", .type = FieldType::kInteger,
-           .default_value = Value(1000000)},
+          {.name = "queue",
+           .type = FieldType::kObject,
+           .required = true,
+           .fields =
+               {{.name = "host", .type = FieldType::kString, .required = true},
+                {.name = "port", .type = FieldType::kInteger, .default_value = Value(5672)},
+                {.name = "queue_name", .type = FieldType::kString, .required = true},
+                {.name = "exchange", .type = FieldType::kString, .default_value = Value("")}}},
+          {.name = "consumer",
+           .type = FieldType::kObject,
+           .default_value = Value::EmptyMap(),
+           .fields =
+               {{.name = "poll_interval", .type = FieldType::kNumber, .default_value = Value(1)}}},
+          {.name = "max_nb_messages", .type = FieldType::kInteger, .default_value = Value(1000000)},
       }};
   auto variant = [](std::string tag, std::string description, FieldSpec config) {
     return VariantSpec{.tag = std::move(tag),
@@ -269,7 +351,8 @@ FieldSpec QueueField() {
   };
   Value default_queue = Value::EmptyMap();
   default_queue.Set("type", "python_queue");
-  return {.name = "queue", .type = FieldType::kObject,
+  return {.name = "queue",
+          .type = FieldType::kObject,
           .description = "How records travel from producer to consumer.",
           .default_value = default_queue,
           .discriminator = "type",
@@ -282,150 +365,205 @@ FieldSpec QueueField() {
 
 FieldSpec RunnerField() {
   return {
-      .name = "runner", .type = FieldType::kObject,
-      .description = "How producer and consumer execute.", .default_value = Value::EmptyMap(),
-      .fields = {
-          {.name = "type", .type = FieldType::kEnum,
-           .description = "thread (default), process (separate processes) or stream (inline).",
-           .default_value = Value("thread"), .enum_values = {"thread", "process", "stream"}},
-          {.name = "config", .type = FieldType::kObject, .default_value = Value::EmptyMap(),
-           .fields = {{.name = "max_workers", .type = FieldType::kInteger,
-                       .description = "Worker processes for transforms (process runner).",
-                       .default_value = Value(2), .minimum = 1},
-                      {.name = "consumer_start_delay", .type = FieldType::kNumber,
-                       .description = "Kept for compatibility; the consumer starts at once.",
-                       .default_value = Value(2)},
-                      {.name = "is_alive_check_interval", .type = FieldType::kNumber,
-                       .description = "Kept for compatibility; failures are signalled at once.",
-                       .default_value = Value(2)}},
-           .unknown_keys = UnknownKeys::kIgnore},
-          {.name = "log_level", .type = FieldType::kEnum, .description = "Log verbosity.",
-           .default_value = Value("INFO"),
-           .enum_values = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}},
-      },
+      .name = "runner",
+      .type = FieldType::kObject,
+      .description = "How producer and consumer execute.",
+      .default_value = Value::EmptyMap(),
+      .fields =
+          {
+              {.name = "type",
+               .type = FieldType::kEnum,
+               .description = "thread (default), process (separate processes) or stream (inline).",
+               .default_value = Value("thread"),
+               .enum_values = {"thread", "process", "stream"}},
+              {.name = "config",
+               .type = FieldType::kObject,
+               .default_value = Value::EmptyMap(),
+               .fields = {{.name = "max_workers",
+                           .type = FieldType::kInteger,
+                           .description = "Worker processes for transforms (process runner).",
+                           .default_value = Value(2),
+                           .minimum = 1},
+                          {.name = "consumer_start_delay",
+                           .type = FieldType::kNumber,
+                           .description = "Kept for compatibility; the consumer starts at once.",
+                           .default_value = Value(2)},
+                          {.name = "is_alive_check_interval",
+                           .type = FieldType::kNumber,
+                           .description = "Kept for compatibility; failures are signalled at once.",
+                           .default_value = Value(2)}},
+               .unknown_keys = UnknownKeys::kIgnore},
+              {.name = "log_level",
+               .type = FieldType::kEnum,
+               .description = "Log verbosity.",
+               .default_value = Value("INFO"),
+               .enum_values = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}},
+          },
       .unknown_keys = UnknownKeys::kIgnore};
 }
 
 FieldSpec RecordSchemasField() {
-  return {.name = "record_schemas", .type = FieldType::kList,
-          .description = "Columns per destination id, used when unnest is true.",
-          .items = {{.type = FieldType::kObject,
-                     .fields = {{.name = "destination_id", .type = FieldType::kString,
-                                 .required = true},
-                                {.name = "record_schema", .type = FieldType::kList,
-                                 .required = true,
-                                 .items = {{.type = FieldType::kObject,
-                                            .fields = {{.name = "name",
-                                                        .type = FieldType::kString,
-                                                        .required = true},
-                                                       {.name = "type",
-                                                        .type = FieldType::kString,
-                                                        .required = true},
-                                                       String("description", "")}}}}}}}};
+  return {
+      .name = "record_schemas",
+      .type = FieldType::kList,
+      .description = "Columns per destination id, used when unnest is true.",
+      .items = {{.type = FieldType::kObject,
+                 .fields = {
+                     {.name = "destination_id", .type = FieldType::kString, .required = true},
+                     {.name = "record_schema",
+                      .type = FieldType::kList,
+                      .required = true,
+                      .items = {{.type = FieldType::kObject,
+                                 .fields = {
+                                     {.name = "name", .type = FieldType::kString, .required = true},
+                                     {.name = "type", .type = FieldType::kString, .required = true},
+                                     String("description", "")}}}}}}}};
 }
 
 FieldSpec HttpField() {
   return {
-      .name = "http", .type = FieldType::kObject,
+      .name = "http",
+      .type = FieldType::kObject,
       .description = "Opt-in HTTP policy; without it the historical policy applies.",
       .fields = {
-          {.name = "timeout", .type = FieldType::kAny,
+          {.name = "timeout",
+           .type = FieldType::kAny,
            .description = "Connect and read timeouts in seconds, or one number for both.",
            .default_value = Value(Value::List{Value(10), Value(60)}),
            .one_of = {{.type = FieldType::kNumber, .description = "a number of seconds"},
-                      {.type = FieldType::kList, .description = "a [connect, read] pair",
+                      {.type = FieldType::kList,
+                       .description = "a [connect, read] pair",
                        .items = {{.type = FieldType::kNumber}}}}},
-          {.name = "raise_for_status", .type = FieldType::kBoolean,
-           .description = "Fail on 4xx/5xx responses.", .default_value = Value(true)},
-          {.name = "retries", .type = FieldType::kObject, .default_value = Value::EmptyMap(),
-           .fields = {
-               {.name = "total", .type = FieldType::kInteger, .default_value = Value(10),
-                .minimum = 0},
-               {.name = "backoff_factor", .type = FieldType::kNumber, .default_value = Value(2),
-                .minimum = 0},
-               {.name = "status_forcelist", .type = FieldType::kList,
-                .default_value = Value(Value::List{429, 500, 502, 503, 504, 520, 522, 524}),
-                .items = {{.type = FieldType::kInteger}}},
-               {.name = "allowed_methods", .type = FieldType::kList,
-                .default_value = Value(Value::List{"GET", "POST"}),
-                .items = {{.type = FieldType::kString}}},
-               {.name = "retry_after_max", .type = FieldType::kNumber,
-                .description = "Cap on a Retry-After wait; null honours the header as sent.",
-                .null_is_value = true, .default_value = Value(120)},
-           }},
+          {.name = "raise_for_status",
+           .type = FieldType::kBoolean,
+           .description = "Fail on 4xx/5xx responses.",
+           .default_value = Value(true)},
+          {.name = "retries",
+           .type = FieldType::kObject,
+           .default_value = Value::EmptyMap(),
+           .fields =
+               {
+                   {.name = "total",
+                    .type = FieldType::kInteger,
+                    .default_value = Value(10),
+                    .minimum = 0},
+                   {.name = "backoff_factor",
+                    .type = FieldType::kNumber,
+                    .default_value = Value(2),
+                    .minimum = 0},
+                   {.name = "status_forcelist",
+                    .type = FieldType::kList,
+                    .default_value = Value(Value::List{429, 500, 502, 503, 504, 520, 522, 524}),
+                    .items = {{.type = FieldType::kInteger}}},
+                   {.name = "allowed_methods",
+                    .type = FieldType::kList,
+                    .default_value = Value(Value::List{"GET", "POST"}),
+                    .items = {{.type = FieldType::kString}}},
+                   {.name = "retry_after_max",
+                    .type = FieldType::kNumber,
+                    .description = "Cap on a Retry-After wait; null honours the header as sent.",
+                    .null_is_value = true,
+                    .default_value = Value(120)},
+               }},
       }};
 }
 
 }  // namespace
 
 FieldSpec AuthenticationField(const std::vector<std::string>& types, bool required) {
-  FieldSpec field = {.name = "authentication", .type = FieldType::kObject,
+  FieldSpec field = {.name = "authentication",
+                     .type = FieldType::kObject,
                      .description = "How the source authenticates: type and params.",
-                     .required = required, .discriminator = "type"};
+                     .required = required,
+                     .discriminator = "type"};
   for (const std::string& type : types) field.variants.push_back(AuthVariant(type));
   return field;
 }
 
 std::vector<FieldSpec> CommonSourceFields() {
   return {
-      {.name = "name", .type = FieldType::kString, .description = "Connector name.",
+      {.name = "name",
+       .type = FieldType::kString,
+       .description = "Connector name.",
        .required = true},
-      {.name = "stream", .type = FieldType::kString, .description = "Stream to sync.",
+      {.name = "stream",
+       .type = FieldType::kString,
+       .description = "Stream to sync.",
        .required = true},
-      {.name = "sync_mode", .type = FieldType::kEnum,
+      {.name = "sync_mode",
+       .type = FieldType::kEnum,
        .description = "full_refresh (default), incremental or stream.",
        .default_value = Value("full_refresh"),
        .enum_values = {"full_refresh", "incremental", "stream"}},
       String("cursor_field", "Timestamp field the source filters incremental reads on."),
       AuthenticationField({"oauth", "api_key", "bearer", "basic", "cookies"}, false),
-      {.name = "force_ignore_checkpoint", .type = FieldType::kBoolean,
+      {.name = "force_ignore_checkpoint",
+       .type = FieldType::kBoolean,
        .description = "Ignore checkpoints and restart from iteration 0.",
        .default_value = Value(false)},
-      {.name = "reset", .type = FieldType::kBoolean,
+      {.name = "reset",
+       .type = FieldType::kBoolean,
        .description = "Re-fetch the whole stream and replace the destination table.",
        .default_value = Value(false),
        .deprecated = "it resets on every run until removed; use `bizon run --reset` or "
                      "`bizon stream reset` instead"},
-      {.name = "max_iterations", .type = FieldType::kInteger,
+      {.name = "max_iterations",
+       .type = FieldType::kInteger,
        .description = "Stop after this iteration index (0 or null: until exhausted).",
        .minimum = 0},
-      {.name = "api_config", .type = FieldType::kObject,
+      {.name = "api_config",
+       .type = FieldType::kObject,
        .description = "API call settings.",
        .default_value = Value(Value::Map{{"retry_limit", Value(10)}}),
-       .fields = {{.name = "retry_limit", .type = FieldType::kInteger,
+       .fields = {{.name = "retry_limit",
+                   .type = FieldType::kInteger,
                    .description = "Retries before giving up on an API call.",
-                   .default_value = Value(100), .minimum = 0}}},
+                   .default_value = Value(100),
+                   .minimum = 0}}},
       String("source_file_path", "Custom Python source file (same as --custom-source)."),
-      {.name = "init_pipeline", .type = FieldType::kBoolean,
-       .description = "Kept for compatibility.", .default_value = Value(true)},
+      {.name = "init_pipeline",
+       .type = FieldType::kBoolean,
+       .description = "Kept for compatibility.",
+       .default_value = Value(true)},
       HttpField(),
   };
 }
 
 std::vector<FieldSpec> CommonDestinationFields() {
   return {
-      {.name = "buffer_size", .type = FieldType::kNumber,
+      {.name = "buffer_size",
+       .type = FieldType::kNumber,
        .description = "Buffer size in MB; 0 writes every iteration at once.",
-       .default_value = Value(50), .minimum = 0},
-      {.name = "buffer_flush_timeout", .type = FieldType::kNumber,
+       .default_value = Value(50),
+       .minimum = 0},
+      {.name = "buffer_flush_timeout",
+       .type = FieldType::kNumber,
        .description = "Seconds after which a buffer is written even if not full; 0 disables.",
-       .default_value = Value(600), .minimum = 0},
-      {.name = "max_concurrent_threads", .type = FieldType::kInteger,
+       .default_value = Value(600),
+       .minimum = 0},
+      {.name = "max_concurrent_threads",
+       .type = FieldType::kInteger,
        .description = "Parallel writes, for destinations that support them.",
-       .default_value = Value(10), .minimum = 1},
+       .default_value = Value(10),
+       .minimum = 1},
       RecordSchemasField(),
-      {.name = "unnest", .type = FieldType::kBoolean,
+      {.name = "unnest",
+       .type = FieldType::kBoolean,
        .description = "Write the record_schemas columns instead of the raw payload.",
        .default_value = Value(false)},
-      {.name = "authentication", .type = FieldType::kMap,
-       .description = "Destination credentials.", .secret = true},
+      {.name = "authentication",
+       .type = FieldType::kMap,
+       .description = "Destination credentials.",
+       .secret = true},
       String("destination_id", "Where to write (file stem, table name)."),
   };
 }
 
 FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custom_source_name) {
-  FieldSpec source = {.name = "source", .type = FieldType::kObject,
-                      .description = "The source connector and stream.", .required = true,
+  FieldSpec source = {.name = "source",
+                      .type = FieldType::kObject,
+                      .description = "The source connector and stream.",
+                      .required = true,
                       .discriminator = "name"};
   if (!custom_source_name.empty()) {
     // A custom Python source validates its own keys against its config class.
@@ -436,14 +574,17 @@ FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custo
   }
   for (const SourceDescriptor* descriptor : registry.sources()) {
     if (descriptor->name == custom_source_name) continue;
-    VariantSpec variant{.tag = descriptor->name, .description = descriptor->description,
+    VariantSpec variant{.tag = descriptor->name,
+                        .description = descriptor->description,
                         .unknown_keys = descriptor->config.unknown_keys};
     SourceVariantFields(*descriptor, variant);
     source.variants.push_back(std::move(variant));
   }
 
-  FieldSpec destination = {.name = "destination", .type = FieldType::kObject,
-                           .description = "The destination connector.", .required = true,
+  FieldSpec destination = {.name = "destination",
+                           .type = FieldType::kObject,
+                           .description = "The destination connector.",
+                           .required = true,
                            .discriminator = "name"};
   for (const DestinationDescriptor* descriptor : registry.destinations()) {
     std::vector<FieldSpec> config_fields = CommonDestinationFields();
@@ -460,95 +601,125 @@ FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custo
         {.tag = descriptor->name,
          .description = descriptor->description,
          .fields = {{.name = "name", .type = FieldType::kString, .required = true},
-                    {.name = "alias", .type = FieldType::kString,
+                    {.name = "alias",
+                     .type = FieldType::kString,
                      .description = "Name used as the system type in metrics.",
                      .default_value = Value(descriptor->alias)},
-                    {.name = "config", .type = FieldType::kObject,
-                     .description = "Destination settings.", .required = true,
+                    {.name = "config",
+                     .type = FieldType::kObject,
+                     .description = "Destination settings.",
+                     .required = true,
                      .fields = std::move(config_fields),
                      .unknown_keys = descriptor->config.unknown_keys}},
          .unknown_keys = UnknownKeys::kError});
   }
 
   FieldSpec transforms = {
-      .name = "transforms", .type = FieldType::kList,
+      .name = "transforms",
+      .type = FieldType::kList,
       .description = "Python snippets applied in order to each record's `data`.",
       .default_value = Value::EmptyList(),
       .items = {{.type = FieldType::kObject,
-                 .fields = {{.name = "label", .type = FieldType::kString,
-                             .description = "Name shown in errors.", .required = true},
-                            {.name = "python", .type = FieldType::kString,
+                 .fields = {{.name = "label",
+                             .type = FieldType::kString,
+                             .description = "Name shown in errors.",
+                             .required = true},
+                            {.name = "python",
+                             .type = FieldType::kString,
                              .description = "Code run with the record bound to `data`.",
                              .required = true}}}}};
 
-  FieldSpec engine = {.name = "engine", .type = FieldType::kObject,
+  FieldSpec engine = {.name = "engine",
+                      .type = FieldType::kObject,
                       .description = "Backend, queue and runner.",
                       .default_value = Value::EmptyMap(),
                       .fields = {BackendField(), QueueField(), RunnerField()}};
 
   FieldSpec secrets = {
-      .name = "secrets", .type = FieldType::kObject,
+      .name = "secrets",
+      .type = FieldType::kObject,
       .description = "Defaults for reference providers.",
-      .fields = {{.name = "gsm", .type = FieldType::kObject,
+      .fields = {{.name = "gsm",
+                  .type = FieldType::kObject,
                   .fields = {String("project_id", "GCP project of gsm:// references.")}}}};
 
   FieldSpec monitoring = {
-      .name = "monitoring", .type = FieldType::kObject,
+      .name = "monitoring",
+      .type = FieldType::kObject,
       .description = "Metrics and tracing.",
       .fields = {
-          {.name = "type", .type = FieldType::kEnum, .required = true,
-           .enum_values = {"datadog"}},
-          {.name = "enable_tracing", .type = FieldType::kBoolean,
+          {.name = "type", .type = FieldType::kEnum, .required = true, .enum_values = {"datadog"}},
+          {.name = "enable_tracing",
+           .type = FieldType::kBoolean,
            .description = "Kept for compatibility; config.enable_tracing is the one read."},
-          {.name = "config", .type = FieldType::kObject, .required = true,
-           .fields = {{.name = "enable_tracing", .type = FieldType::kBoolean,
-                       .default_value = Value(false)},
-                      String("datadog_agent_host", "DogStatsD host."),
-                      String("datadog_host_env_var", "Variable holding the DogStatsD host."),
-                      {.name = "datadog_agent_port", .type = FieldType::kInteger,
-                       .default_value = Value(8125)},
-                      {.name = "tags", .type = FieldType::kMap,
-                       .default_value = Value::EmptyMap()}}}}};
+          {.name = "config",
+           .type = FieldType::kObject,
+           .required = true,
+           .fields = {
+               {.name = "enable_tracing",
+                .type = FieldType::kBoolean,
+                .default_value = Value(false)},
+               String("datadog_agent_host", "DogStatsD host."),
+               String("datadog_host_env_var", "Variable holding the DogStatsD host."),
+               {.name = "datadog_agent_port",
+                .type = FieldType::kInteger,
+                .default_value = Value(8125)},
+               {.name = "tags", .type = FieldType::kMap, .default_value = Value::EmptyMap()}}}}};
 
   FieldSpec alerting = {
-      .name = "alerting", .type = FieldType::kObject, .description = "Slack alerts.",
-      .fields = {{.name = "type", .type = FieldType::kEnum, .required = true,
-                  .enum_values = {"slack"}},
-                 {.name = "log_levels", .type = FieldType::kList,
-                  .default_value = Value(Value::List{"ERROR"}),
-                  .items = {{.type = FieldType::kEnum,
-                             .enum_values = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}}}},
-                 {.name = "config", .type = FieldType::kObject, .required = true,
-                  .fields = {Secret("webhook_url", "Slack incoming webhook URL.", true)}}},
+      .name = "alerting",
+      .type = FieldType::kObject,
+      .description = "Slack alerts.",
+      .fields =
+          {{.name = "type", .type = FieldType::kEnum, .required = true, .enum_values = {"slack"}},
+           {.name = "log_levels",
+            .type = FieldType::kList,
+            .default_value = Value(Value::List{"ERROR"}),
+            .items = {{.type = FieldType::kEnum,
+                       .enum_values = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}}}},
+           {.name = "config",
+            .type = FieldType::kObject,
+            .required = true,
+            .fields = {Secret("webhook_url", "Slack incoming webhook URL.", true)}}},
       .unknown_keys = UnknownKeys::kIgnore};
 
   FieldSpec streams = {
-      .name = "streams", .type = FieldType::kList,
+      .name = "streams",
+      .type = FieldType::kList,
       .description = "Multi-stream routing (requires sync_mode: stream).",
       .items = {{.type = FieldType::kObject,
-                 .fields = {{.name = "name", .type = FieldType::kString, .required = true},
-                            {.name = "source", .type = FieldType::kObject,
-                             .fields = {String("name", ""), String("topic", ""),
-                                        String("endpoint", "")},
-                             .unknown_keys = UnknownKeys::kAllow},
-                            {.name = "destination", .type = FieldType::kObject,
-                             .required = true,
-                             .fields = {{.name = "table_id", .type = FieldType::kString,
-                                         .required = true},
-                                        {.name = "record_schema", .type = FieldType::kList},
-                                        StringList("clustering_keys", "")},
-                             .unknown_keys = UnknownKeys::kAllow}}}}};
+                 .fields = {
+                     {.name = "name", .type = FieldType::kString, .required = true},
+                     {.name = "source",
+                      .type = FieldType::kObject,
+                      .fields = {String("name", ""), String("topic", ""), String("endpoint", "")},
+                      .unknown_keys = UnknownKeys::kAllow},
+                     {.name = "destination",
+                      .type = FieldType::kObject,
+                      .required = true,
+                      .fields = {{.name = "table_id", .type = FieldType::kString, .required = true},
+                                 {.name = "record_schema", .type = FieldType::kList},
+                                 StringList("clustering_keys", "")},
+                      .unknown_keys = UnknownKeys::kAllow}}}}};
 
   return {.name = "",
           .type = FieldType::kObject,
           .description = "A bizon pipeline.",
-          .fields = {{.name = "name", .type = FieldType::kString,
-                      .description = "Unique name of this sync.", .required = true},
-                     {.name = "id", .type = FieldType::kString,
+          .fields = {{.name = "name",
+                      .type = FieldType::kString,
+                      .description = "Unique name of this sync.",
+                      .required = true},
+                     {.name = "id",
+                      .type = FieldType::kString,
                       .description = "Stable identity for backend state; defaults to name."},
-                     std::move(source), std::move(destination), std::move(transforms),
-                     std::move(engine), std::move(secrets), std::move(monitoring),
-                     std::move(alerting), std::move(streams)},
+                     std::move(source),
+                     std::move(destination),
+                     std::move(transforms),
+                     std::move(engine),
+                     std::move(secrets),
+                     std::move(monitoring),
+                     std::move(alerting),
+                     std::move(streams)},
           .unknown_keys = UnknownKeys::kError};
 }
 
@@ -561,8 +732,7 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
   };
   auto error = [&](std::string path, std::string message) {
     SourceMark mark = mark_of(path);
-    AddDiagnostic(result, Diagnostic::Severity::kError, std::move(path), mark,
-                  std::move(message));
+    AddDiagnostic(result, Diagnostic::Severity::kError, std::move(path), mark, std::move(message));
   };
   auto warning = [&](std::string path, std::string message) {
     SourceMark mark = mark_of(path);
@@ -573,16 +743,15 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
   std::string sync_mode = config.FindPath("source.sync_mode") != nullptr
                               ? config.FindPath("source.sync_mode")->ToDisplayString()
                               : "full_refresh";
-  std::string source_name = raw.FindPath("source.name") != nullptr
-                                ? raw.FindPath("source.name")->ToDisplayString()
-                                : "";
+  std::string source_name =
+      raw.FindPath("source.name") != nullptr ? raw.FindPath("source.name")->ToDisplayString() : "";
   std::string destination_name = raw.FindPath("destination.name") != nullptr
                                      ? raw.FindPath("destination.name")->ToDisplayString()
                                      : "";
 
   // Streams routing.
-  if (const Value* streams = config.Find("streams"); streams != nullptr && streams->is_list() &&
-                                                     !streams->AsList().empty()) {
+  if (const Value* streams = config.Find("streams");
+      streams != nullptr && streams->is_list() && !streams->AsList().empty()) {
     std::set<std::string> names;
     std::set<std::string> tables;
     const auto& list = streams->AsList();

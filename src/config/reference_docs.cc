@@ -9,10 +9,14 @@ namespace {
 
 std::string TypeText(const FieldSpec& field) {
   switch (field.type) {
-    case FieldType::kString: return "string";
-    case FieldType::kInteger: return "integer";
-    case FieldType::kNumber: return "number";
-    case FieldType::kBoolean: return "boolean";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kInteger:
+      return "integer";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kBoolean:
+      return "boolean";
     case FieldType::kEnum: {
       std::string values;
       for (const std::string& value : field.enum_values) {
@@ -20,10 +24,14 @@ std::string TypeText(const FieldSpec& field) {
       }
       return values;
     }
-    case FieldType::kObject: return "mapping";
-    case FieldType::kList: return "list";
-    case FieldType::kMap: return "mapping";
-    case FieldType::kAny: return "see description";
+    case FieldType::kObject:
+      return "mapping";
+    case FieldType::kList:
+      return "list";
+    case FieldType::kMap:
+      return "mapping";
+    case FieldType::kAny:
+      return "see description";
   }
   return "";
 }
@@ -101,9 +109,9 @@ std::string RenderConfigReference(const ConnectorRegistry& registry) {
       out += "## Sources\n\nKeys common to every source:\n\n";
       Table(out, CommonSourceFields(), "source.");
       for (const SourceDescriptor* source : registry.sources()) {
-        out += fmt::format("### Source `{}`\n\n{}{}\n\nStreams: ", source->name,
-                           source->description,
-                           source->factory ? "" : " *Declared; not implemented yet.*");
+        out +=
+            fmt::format("### Source `{}`\n\n{}{}\n\nStreams: ", source->name, source->description,
+                        source->factory ? "" : " *Declared; not implemented yet.*");
         for (size_t i = 0; i < source->streams.size(); ++i) {
           out += fmt::format("{}`{}`{}", i == 0 ? "" : ", ", source->streams[i].name,
                              source->streams[i].supports_incremental ? " (incremental)" : "");

@@ -1,5 +1,7 @@
 #include "config/references.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -7,8 +9,6 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
-
-#include <fmt/format.h>
 
 namespace bizon {
 namespace {
@@ -60,7 +60,8 @@ std::vector<InlineToken> FindInlineTokens(const std::string& text) {
   while ((pos = text.find("${", pos)) != std::string::npos) {
     size_t close = text.find('}', pos + 2);
     if (close == std::string::npos) break;  // An unclosed token is left as is.
-    tokens.push_back({pos, close + 1, Trim(std::string_view(text).substr(pos + 2, close - pos - 2))});
+    tokens.push_back(
+        {pos, close + 1, Trim(std::string_view(text).substr(pos + 2, close - pos - 2))});
     pos = close + 1;
   }
   return tokens;
@@ -88,8 +89,8 @@ void CollectInto(const Value& node, const std::string& path, std::vector<Referen
             IsKnownScheme(match[1].str())) {
           sites.push_back({path, token.inner, node.mark()});
         } else if (malformed != nullptr) {
-          malformed->push_back({path, text.substr(token.begin, token.end - token.begin),
-                                node.mark()});
+          malformed->push_back(
+              {path, text.substr(token.begin, token.end - token.begin), node.mark()});
         }
       }
       return;
@@ -115,14 +116,12 @@ Result<std::string> ReferenceResolver::ResolveReference(std::string_view referen
   std::smatch match;
   if (!std::regex_match(text, match, kReferencePattern)) {
     return Fail(InvalidArgumentError(fmt::format(
-        "malformed reference '{}', expected '<scheme>://<path>' such as 'env://API_TOKEN'",
-        text)));
+        "malformed reference '{}', expected '<scheme>://<path>' such as 'env://API_TOKEN'", text)));
   }
   auto provider = providers_.find(match[1].str());
   if (provider == providers_.end()) {
-    return Fail(InvalidArgumentError(
-        fmt::format("unknown reference scheme '{}' in '{}'; known schemes: env, gsm",
-                    match[1].str(), text)));
+    return Fail(InvalidArgumentError(fmt::format(
+        "unknown reference scheme '{}' in '{}'; known schemes: env, gsm", match[1].str(), text)));
   }
   BIZON_ASSIGN_OR_RETURN(std::string value, provider->second->Resolve(match[2].str()));
   SecretMask::Global().Add(value);
@@ -137,10 +136,10 @@ Result<std::string> ReferenceResolver::ResolveString(const std::string& text) {
     for (const InlineToken& token : FindInlineTokens(text)) {
       std::smatch match;
       if (!std::regex_match(token.inner, match, kReferencePattern)) {
-        return Fail(InvalidArgumentError(fmt::format(
-            "malformed reference token '{}', expected '${{<scheme>://<path>}}' such as "
-            "'${{env://API_TOKEN}}'",
-            text.substr(token.begin, token.end - token.begin))));
+        return Fail(InvalidArgumentError(
+            fmt::format("malformed reference token '{}', expected '${{<scheme>://<path>}}' such as "
+                        "'${{env://API_TOKEN}}'",
+                        text.substr(token.begin, token.end - token.begin))));
       }
       BIZON_ASSIGN_OR_RETURN(std::string value, ResolveReference(token.inner));
       out.append(text, last, token.begin - last);

@@ -86,8 +86,8 @@ TEST(ReferencesTest, EnvFileDoesNotOverrideEnvironment) {
 TEST(ReferencesTest, LegacyBizonEnvSubstitution) {
   setenv("BIZON_ENV_TEST_HOST", "db.local", 1);
   unsetenv("BIZON_ENV_TEST_UNSET");
-  auto config = ParseYaml("a:\n  host: BIZON_ENV_TEST_HOST\n  other: BIZON_ENV_TEST_UNSET\n",
-                          "t.yml");
+  auto config =
+      ParseYaml("a:\n  host: BIZON_ENV_TEST_HOST\n  other: BIZON_ENV_TEST_UNSET\n", "t.yml");
   ASSERT_TRUE(config.has_value());
   SubstituteLegacyEnv(*config);
   EXPECT_EQ(config->FindPath("a.host")->AsString(), "db.local");

@@ -1,10 +1,10 @@
 #include "config/validator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace bizon {
 namespace {
@@ -31,15 +31,24 @@ std::string Describe(const Value& value) {
 
 std::string_view TypeName(FieldType type) {
   switch (type) {
-    case FieldType::kString: return "a string";
-    case FieldType::kInteger: return "an integer";
-    case FieldType::kNumber: return "a number";
-    case FieldType::kBoolean: return "true or false";
-    case FieldType::kEnum: return "one of the listed values";
-    case FieldType::kObject: return "a mapping";
-    case FieldType::kList: return "a list";
-    case FieldType::kMap: return "a mapping";
-    case FieldType::kAny: return "a value";
+    case FieldType::kString:
+      return "a string";
+    case FieldType::kInteger:
+      return "an integer";
+    case FieldType::kNumber:
+      return "a number";
+    case FieldType::kBoolean:
+      return "true or false";
+    case FieldType::kEnum:
+      return "one of the listed values";
+    case FieldType::kObject:
+      return "a mapping";
+    case FieldType::kList:
+      return "a list";
+    case FieldType::kMap:
+      return "a mapping";
+    case FieldType::kAny:
+      return "a value";
   }
   return "a value";
 }
@@ -73,14 +82,22 @@ class Walker {
       case FieldType::kString:
         if (!node.is_string()) return Mismatch(spec, node, path);
         return node;
-      case FieldType::kInteger: return ValidateInteger(spec, node, path);
-      case FieldType::kNumber: return ValidateNumber(spec, node, path);
-      case FieldType::kBoolean: return ValidateBoolean(spec, node, path);
-      case FieldType::kEnum: return ValidateEnum(spec, node, path);
-      case FieldType::kObject: return ValidateObject(spec, node, path);
-      case FieldType::kList: return ValidateList(spec, node, path);
-      case FieldType::kMap: return ValidateMap(spec, node, path);
-      case FieldType::kAny: return ValidateAny(spec, node, path);
+      case FieldType::kInteger:
+        return ValidateInteger(spec, node, path);
+      case FieldType::kNumber:
+        return ValidateNumber(spec, node, path);
+      case FieldType::kBoolean:
+        return ValidateBoolean(spec, node, path);
+      case FieldType::kEnum:
+        return ValidateEnum(spec, node, path);
+      case FieldType::kObject:
+        return ValidateObject(spec, node, path);
+      case FieldType::kList:
+        return ValidateList(spec, node, path);
+      case FieldType::kMap:
+        return ValidateMap(spec, node, path);
+      case FieldType::kAny:
+        return ValidateAny(spec, node, path);
     }
     return node;
   }
@@ -94,19 +111,20 @@ class Walker {
   }
 
   Value Mismatch(const FieldSpec& spec, const Value& node, const std::string& path) {
-    Error(path, node.mark(), fmt::format("expected {}, got {}", TypeName(spec.type), Describe(node)));
+    Error(path, node.mark(),
+          fmt::format("expected {}, got {}", TypeName(spec.type), Describe(node)));
     return node;
   }
 
   void CheckBounds(const FieldSpec& spec, double value, const Value& node,
                    const std::string& path) {
     if (spec.minimum && value < *spec.minimum) {
-      Error(path, node.mark(), fmt::format("must be at least {}, got {}", *spec.minimum,
-                                           node.ToDisplayString()));
+      Error(path, node.mark(),
+            fmt::format("must be at least {}, got {}", *spec.minimum, node.ToDisplayString()));
     }
     if (spec.maximum && value > *spec.maximum) {
-      Error(path, node.mark(), fmt::format("must be at most {}, got {}", *spec.maximum,
-                                           node.ToDisplayString()));
+      Error(path, node.mark(),
+            fmt::format("must be at most {}, got {}", *spec.maximum, node.ToDisplayString()));
     }
   }
 
@@ -170,8 +188,8 @@ class Walker {
                                       node.AsString()) != spec.enum_values.end()) {
       return node;
     }
-    std::string message = fmt::format("expected one of {}, got {}", Join(spec.enum_values, ", "),
-                                      Describe(node));
+    std::string message =
+        fmt::format("expected one of {}, got {}", Join(spec.enum_values, ", "), Describe(node));
     if (node.is_string()) {
       std::string closest = ClosestName(node.AsString(), spec.enum_values);
       if (!closest.empty()) message += fmt::format(" (did you mean '{}'?)", closest);
@@ -203,9 +221,8 @@ class Walker {
         if (candidate.tag == tag_text) variant = &candidate;
       }
       if (variant == nullptr) {
-        std::string message =
-            fmt::format("expected one of {}, got {}", Join(tags, ", "),
-                        tag == nullptr ? std::string("nothing") : Describe(*tag));
+        std::string message = fmt::format("expected one of {}, got {}", Join(tags, ", "),
+                                          tag == nullptr ? std::string("nothing") : Describe(*tag));
         std::string closest = ClosestName(tag_text, tags);
         if (!closest.empty()) message += fmt::format(" (did you mean '{}'?)", closest);
         Error(ChildPath(path, spec.discriminator), tag == nullptr ? node.mark() : tag->mark(),
@@ -252,16 +269,19 @@ class Walker {
       std::string hint = closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest);
       switch (unknown_keys) {
         case UnknownKeys::kError:
-          Error(child_path, child.mark(),
-                fmt::format("unknown key '{}'{}; allowed keys: {}", key, hint,
-                            Join(declared, ", ")));
+          Error(
+              child_path, child.mark(),
+              fmt::format("unknown key '{}'{}; allowed keys: {}", key, hint, Join(declared, ", ")));
           break;
         case UnknownKeys::kWarn:
           Warning(child_path, child.mark(),
                   fmt::format("unknown key '{}' is ignored{}", key, hint));
           break;
-        case UnknownKeys::kIgnore: break;
-        case UnknownKeys::kAllow: out.Set(key, child); break;
+        case UnknownKeys::kIgnore:
+          break;
+        case UnknownKeys::kAllow:
+          out.Set(key, child);
+          break;
       }
     }
     return out;
@@ -316,8 +336,8 @@ class Walker {
 }  // namespace
 
 std::string Diagnostic::Format(std::string_view file_name) const {
-  std::string where = mark.line > 0 ? fmt::format("{}:{}", file_name, mark.line)
-                                    : std::string(file_name);
+  std::string where =
+      mark.line > 0 ? fmt::format("{}:{}", file_name, mark.line) : std::string(file_name);
   if (yaml_path.empty()) return fmt::format("{}: {}", where, message);
   return fmt::format("{}: {}: {}", where, yaml_path, message);
 }
@@ -348,10 +368,9 @@ ValidationResult ValidateConfig(const Value& raw, const FieldSpec& spec) {
   ValidationResult result;
   Walker walker(result);
   result.normalized = walker.Validate(spec, raw, "");
-  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
-                   [](const Diagnostic& a, const Diagnostic& b) {
-                     return a.mark.line < b.mark.line;
-                   });
+  std::stable_sort(
+      result.diagnostics.begin(), result.diagnostics.end(),
+      [](const Diagnostic& a, const Diagnostic& b) { return a.mark.line < b.mark.line; });
   return result;
 }
 

@@ -1,14 +1,14 @@
 #include "config/yaml_loader.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 namespace bizon {
 namespace {
@@ -90,9 +90,9 @@ Result<Value> ParseYaml(std::string_view text, std::string_view file_name) {
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& error) {
-    return Fail(InvalidArgumentError(fmt::format("{}:{}:{}: malformed YAML: {}", file_name,
-                                                 error.mark.line + 1, error.mark.column + 1,
-                                                 error.msg)));
+    return Fail(
+        InvalidArgumentError(fmt::format("{}:{}:{}: malformed YAML: {}", file_name,
+                                         error.mark.line + 1, error.mark.column + 1, error.msg)));
   }
   if (!root.IsDefined() || root.IsNull()) {
     return Fail(InvalidArgumentError(
@@ -111,9 +111,9 @@ Result<Value> ParseYaml(std::string_view text, std::string_view file_name) {
 Result<Value> LoadYamlFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Fail(NotFoundError(fmt::format("cannot open config file {}: {}", path,
-                                          std::strerror(errno)))
-                    .WithFailureClass(FailureClass::kConfig));
+    return Fail(
+        NotFoundError(fmt::format("cannot open config file {}: {}", path, std::strerror(errno)))
+            .WithFailureClass(FailureClass::kConfig));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();

@@ -48,9 +48,12 @@ std::vector<const DestinationDescriptor*> ConnectorRegistry::destinations() cons
 
 std::string_view ToString(SyncMode mode) {
   switch (mode) {
-    case SyncMode::kFullRefresh: return "full_refresh";
-    case SyncMode::kIncremental: return "incremental";
-    case SyncMode::kStream: return "stream";
+    case SyncMode::kFullRefresh:
+      return "full_refresh";
+    case SyncMode::kIncremental:
+      return "incremental";
+    case SyncMode::kStream:
+      return "stream";
   }
   return "full_refresh";
 }

@@ -310,8 +310,7 @@ Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& pl
 
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
-                           const std::atomic<bool>& stop_requested,
-                           TransformChain* transforms) {
+                           const std::atomic<bool>& stop_requested, TransformChain* transforms) {
   Consumer consumer(destination, backend, settings, plan, transforms);
   return consumer.Run(source, stop_requested);
 }

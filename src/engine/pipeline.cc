@@ -276,8 +276,7 @@ SidesResult RunThreaded(Source& source, Destination& destination, Backend& backe
     result.producer = RunProducer(source, producer_backend->get(), settings, plan, sink, stop);
   });
   QueueSource messages(queue);
-  result.consumer =
-      RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
+  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
   if (result.consumer.status != ReturnStatus::kSuccess) {
     stop = true;
     queue.Close();
@@ -349,8 +348,7 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
   }
   PipeSource messages(fds[0]);
   std::atomic<bool> stop{false};
-  result.consumer =
-      RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
+  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
   // Stop the producer only when the consumer failed on its own; after an error termination the
   // producer is already exiting with its status, which a SIGTERM would race and hide.
   bool stopped = false;
@@ -489,12 +487,12 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
       available += fmt::format("{}'{}'", available.empty() ? "" : ", ", stream.name);
     }
     if (!known) {
-      return EarlyFailure(FailureClass::kConfig,
-                          InvalidArgumentError(fmt::format(
-                              "{}: source.stream: Stream {} not found. Available streams are [{}] "
-                              "(custom source {})",
-                              config.file_name, settings.key.stream_name, available,
-                              parts.python_source_path)));
+      return EarlyFailure(
+          FailureClass::kConfig,
+          InvalidArgumentError(fmt::format(
+              "{}: source.stream: Stream {} not found. Available streams are [{}] "
+              "(custom source {})",
+              config.file_name, settings.key.stream_name, available, parts.python_source_path)));
     }
   } else if (parts.source_descriptor == nullptr || !parts.source_descriptor->factory) {
     return EarlyFailure(FailureClass::kConfig,
@@ -532,8 +530,9 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   std::string runner = settings.runner;
   if (runner == "process" && !parts.python_source_path.empty()) {
     // The embedded interpreter is started in this process, and a forked child must not use it.
-    spdlog::warn("The process runner cannot run a custom Python source in a forked producer; "
-                 "using the thread runner");
+    spdlog::warn(
+        "The process runner cannot run a custom Python source in a forked producer; "
+        "using the thread runner");
     runner = "thread";
   }
 
@@ -591,7 +590,8 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
 
   if (runner == "stream") {
     Status error;
-    ReturnStatus status = RunInline(source, destination, backend, settings, plan, transforms.get(), error);
+    ReturnStatus status =
+        RunInline(source, destination, backend, settings, plan, transforms.get(), error);
     outcome.stream = status;
     outcome.success = status == ReturnStatus::kSuccess;
     if (outcome.success) {
@@ -602,9 +602,10 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
       RecordJobFailure(backend, settings, plan, error.message());
     }
   } else {
-    SidesResult sides = runner == "process"
-                            ? RunInProcesses(parts, destination, backend, settings, plan, transforms.get())
-                            : RunThreaded(source, destination, backend, settings, plan, transforms.get());
+    SidesResult sides =
+        runner == "process"
+            ? RunInProcesses(parts, destination, backend, settings, plan, transforms.get())
+            : RunThreaded(source, destination, backend, settings, plan, transforms.get());
     outcome.producer = sides.producer.status;
     outcome.consumer = sides.consumer.status;
     outcome.success = sides.producer.status == ReturnStatus::kSuccess &&

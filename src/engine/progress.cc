@@ -1,11 +1,10 @@
 #include "engine/progress.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "bizon/clock.h"
 
@@ -35,8 +34,8 @@ std::string Progress::Line(int64_t now_us) const {
   int64_t done = already_written_ + written_;
   std::string line = fmt::format("{}: {} records, {:.0f} records/s", label_, done, rate);
   if (total_ && *total_ > 0) {
-    line += fmt::format(", {:.1f}%", 100.0 * static_cast<double>(done) /
-                                         static_cast<double>(*total_));
+    line +=
+        fmt::format(", {:.1f}%", 100.0 * static_cast<double>(done) / static_cast<double>(*total_));
     if (rate > 0 && done < *total_) {
       line += ", ETA " + Duration(static_cast<double>(*total_ - done) / rate);
     }

@@ -22,11 +22,10 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   settings.reset_requested = settings.source_config.GetBool("reset");
   settings.force_ignore_checkpoint = settings.source_config.GetBool("force_ignore_checkpoint");
   settings.max_iterations = settings.source_config.GetInteger("max_iterations", 0);
-  settings.sync_cursor_every =
-      std::max<int64_t>(1, settings.backend_config.Find("config") != nullptr
-                               ? settings.backend_config.Find("config")->GetInteger(
-                                     "syncCursorInDBEvery", 10)
-                               : 10);
+  settings.sync_cursor_every = std::max<int64_t>(
+      1, settings.backend_config.Find("config") != nullptr
+             ? settings.backend_config.Find("config")->GetInteger("syncCursorInDBEvery", 10)
+             : 10);
   settings.runner = config.FindPath("engine.runner.type")->AsString();
 
   const Value* queue_config = config.FindPath("engine.queue.config");
@@ -41,10 +40,11 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   }
   settings.buffer_bytes =
       static_cast<int64_t>(settings.destination_config.GetDouble("buffer_size", 50) * 1024 * 1024);
-  settings.buffer_flush_timeout_s = settings.destination_config.GetDouble("buffer_flush_timeout", 600);
+  settings.buffer_flush_timeout_s =
+      settings.destination_config.GetDouble("buffer_flush_timeout", 600);
   const Value* transforms = config.Find("transforms");
-  settings.has_transforms = transforms != nullptr && transforms->is_list() &&
-                            !transforms->AsList().empty();
+  settings.has_transforms =
+      transforms != nullptr && transforms->is_list() && !transforms->AsList().empty();
   return settings;
 }
 

@@ -19,7 +19,7 @@ struct PipelineSettings {
   SyncMode sync_mode = SyncMode::kFullRefresh;
   bool reset_requested = false;  // --reset or source.reset.
   bool force_ignore_checkpoint = false;
-  int64_t max_iterations = 0;    // 0: unlimited.
+  int64_t max_iterations = 0;  // 0: unlimited.
   int64_t sync_cursor_every = 10;
   std::string runner = "thread";
   QueueLimits queue_limits;

@@ -13,9 +13,9 @@ namespace bizon {
 
 struct QueueMessage {
   enum class Kind {
-    kData,               // One source iteration.
-    kTermination,        // The source is exhausted (or max_iterations reached): flush, finalize.
-    kErrorTermination,   // The producer failed: write nothing more, publish nothing.
+    kData,              // One source iteration.
+    kTermination,       // The source is exhausted (or max_iterations reached): flush, finalize.
+    kErrorTermination,  // The producer failed: write nothing more, publish nothing.
   };
   Kind kind = Kind::kData;
   int64_t iteration = 0;

@@ -25,12 +25,14 @@ class LoggerDestination final : public Destination {
 
   Status Finalize() override {
     switch (sync_.sync_mode) {
-      case SyncMode::kFullRefresh: spdlog::info("Logger destination: full_refresh sync completed");
+      case SyncMode::kFullRefresh:
+        spdlog::info("Logger destination: full_refresh sync completed");
         break;
       case SyncMode::kIncremental:
         spdlog::info("Logger destination: incremental sync completed (records appended)");
         break;
-      case SyncMode::kStream: spdlog::info("Logger destination: stream sync batch completed");
+      case SyncMode::kStream:
+        spdlog::info("Logger destination: stream sync batch completed");
         break;
     }
     return Status::Ok();
@@ -47,7 +49,8 @@ Status RegisterLoggerDestination(ConnectorRegistry& registry) {
       .name = "logger",
       .description = "Logs every record at INFO level; for testing and debugging.",
       .alias = "logger",
-      .config = {.fields = {{.name = "dummy", .type = FieldType::kString,
+      .config = {.fields = {{.name = "dummy",
+                             .type = FieldType::kString,
                              .description = "Placeholder kept for compatibility.",
                              .default_value = Value("bizon")}},
                  .unknown_keys = UnknownKeys::kError},

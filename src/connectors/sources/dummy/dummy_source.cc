@@ -1,10 +1,10 @@
 #include "connectors/sources/dummy/dummy_source.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "bizon/clock.h"
 #include "connectors/registration.h"
@@ -46,8 +46,8 @@ Result<SourceIteration> DummySource::Get(const Value& pagination) {
   for (const FakeRecord& record : kPages[page]) {
     if (record.id == 0) continue;
     std::string_view name = stream_ == "plants" ? record.plant : record.creature;
-    std::string json = fmt::format(R"({{"id":{},"name":"{}","age":{}}})", record.id, name,
-                                   record.age);
+    std::string json =
+        fmt::format(R"({{"id":{},"name":"{}","age":{}}})", record.id, name, record.age);
     // In stream mode the original routes page-2 records to "routed", the others to the stream.
     std::string_view destination;
     if (sync_mode_ == SyncMode::kStream) destination = next == "final-cursor" ? "routed" : stream_;
@@ -66,9 +66,11 @@ Status RegisterDummySource(ConnectorRegistry& registry) {
       .streams = {{.name = "creatures", .description = "Five animals."},
                   {.name = "plants", .description = "Five plants."}},
       .config = {.fields = {AuthenticationField({"api_key", "oauth"}, /*required=*/true),
-                            {.name = "sleep", .type = FieldType::kInteger,
+                            {.name = "sleep",
+                             .type = FieldType::kInteger,
                              .description = "Seconds to wait before each fake API call.",
-                             .default_value = Value(0), .minimum = 0}},
+                             .default_value = Value(0),
+                             .minimum = 0}},
                  .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
         return std::make_unique<DummySource>(context);
