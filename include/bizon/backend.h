@@ -42,6 +42,11 @@ struct StreamJob {
   std::string owner;
 };
 
+/// A job about to be inserted: a fresh id, status `started`, created and updated now. Every
+/// backend builds its rows from this, so they agree on what a new job holds.
+StreamJob NewStreamJob(const StreamKey& key, std::string_view sync_mode,
+                       std::optional<int64_t> total_records, std::string_view owner);
+
 struct SourceCursorRow {
   std::string job_id;
   StreamKey key;

@@ -1,6 +1,7 @@
 #include <string_view>
 
 #include "bizon/backend.h"
+#include "bizon/clock.h"
 #include "bizon/status.h"
 
 namespace bizon {
@@ -31,6 +32,20 @@ Result<JobStatus> ParseJobStatus(std::string_view text) {
       InvalidArgumentError("expected a job status (started, running, failed, cancelled "
                            "or succeeded), got '" +
                            std::string(text) + "'"));
+}
+
+StreamJob NewStreamJob(const StreamKey& key, std::string_view sync_mode,
+                       std::optional<int64_t> total_records, std::string_view owner) {
+  StreamJob job;
+  job.id = NewUuidHex();
+  job.key = key;
+  job.sync_mode = std::string(sync_mode);
+  job.total_records_to_fetch = total_records;
+  job.created_at_us = NowMicros();
+  job.updated_at_us = job.created_at_us;
+  job.status = JobStatus::kStarted;
+  job.owner = std::string(owner);
+  return job;
 }
 
 }  // namespace bizon

@@ -603,15 +603,7 @@ Status SqliteBackend::Migrate() {
 Result<StreamJob> SqliteBackend::CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
                                                  std::optional<int64_t> total_records,
                                                  std::string_view owner) {
-  StreamJob job;
-  job.id = NewUuidHex();
-  job.key = key;
-  job.sync_mode = std::string(sync_mode);
-  job.total_records_to_fetch = total_records;
-  job.created_at_us = NowMicros();
-  job.updated_at_us = job.created_at_us;
-  job.status = JobStatus::kStarted;
-  job.owner = std::string(owner);
+  StreamJob job = NewStreamJob(key, sync_mode, total_records, owner);
   std::string now = FormatSqlTimestamp(job.created_at_us);
   BIZON_RETURN_IF_ERROR(Run(db_,
                             "INSERT INTO stream_jobs (id, name, source_name, stream_name,"
