@@ -18,7 +18,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 state_root="${BIZON_TEST_SERVERS_DIR:-$root/build/test-servers}"
-servers=(postgres)
+servers=(postgres kafka)
 
 log() { echo "test-servers: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -199,6 +199,197 @@ postgres_env() {
   echo "export BIZON_PG_USER=$pg_user_name"
   echo "export BIZON_PG_PASSWORD=$pg_password"
   echo "export BIZON_PG_DATABASE=$pg_database"
+}
+
+# ------------------------------------------------------------------------------------------------
+# Kafka: the Apache broker's jars (org.apache.kafka:kafka_2.13 and its runtime dependencies, which
+# Maven resolves from scripts/kafka/pom.xml once into build/kafka/<version>/libs), run on Java 17
+# as one KRaft node that is both broker and controller. PLAINTEXT on 127.0.0.1:<port>, controller
+# on the next free port, data and logs under build/test-servers/kafka/. Settings for one node:
+# every internal topic has one replica, topics are created on first use with one partition, and a
+# new consumer group starts without the usual 3 s wait for more members.
+
+kafka_version="${BIZON_KAFKA_VERSION:-4.1.1}"
+kafka_home="$root/build/kafka/$kafka_version"
+kafka_dir="$state_root/kafka"
+
+kafka_java() {
+  local candidate
+  for candidate in "${JAVA_HOME:-}/bin/java" /usr/lib/jvm/java-17-openjdk-amd64/bin/java \
+    "$(command -v java 2>/dev/null || true)"; do
+    if [[ -x "$candidate" ]]; then
+      echo "$candidate"
+      return
+    fi
+  done
+  die "kafka: Java not found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)"
+}
+
+# Copies the broker's jars into build/kafka/<version>/libs the first time; later calls only check
+# the marker file written when the copy completed.
+kafka_fetch() {
+  [[ -f "$kafka_home/complete" ]] && return
+  command -v mvn >/dev/null || die "kafka: mvn not found (apt-get install maven)"
+  log "kafka: fetching the $kafka_version broker jars with Maven into $kafka_home"
+  rm -rf "$kafka_home"
+  mkdir -p "$kafka_home"
+  mvn -B -q -f "$root/scripts/kafka/pom.xml" -Dkafka.version="$kafka_version" \
+    -DincludeScope=runtime -DoutputDirectory="$kafka_home/libs" \
+    dependency:copy-dependencies >"$kafka_home/mvn.log" 2>&1 ||
+    { tail -n 30 "$kafka_home/mvn.log" >&2; die "kafka: Maven could not fetch the broker"; }
+  [[ -f "$kafka_home/libs/kafka_2.13-$kafka_version.jar" ]] ||
+    die "kafka: Maven ran but kafka_2.13-$kafka_version.jar is missing from $kafka_home/libs"
+  touch "$kafka_home/complete"
+}
+
+kafka_pid() {
+  cat "$kafka_dir/kafka.pid" 2>/dev/null || echo ""
+}
+
+kafka_running() {
+  local pid
+  pid="$(kafka_pid)"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "kafka.Kafka $kafka_dir/"
+}
+
+kafka_port() {
+  cat "$kafka_dir/port" 2>/dev/null || echo ""
+}
+
+# Writes server.properties for the ports in $kafka_dir/port and $kafka_dir/controller_port.
+kafka_write_config() {
+  local port controller_port
+  port="$(cat "$kafka_dir/port")"
+  controller_port="$(cat "$kafka_dir/controller_port")"
+  cat >"$kafka_dir/server.properties" <<PROPERTIES
+# Written by scripts/test-servers.sh: one KRaft node, broker and controller, on loopback.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$controller_port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$kafka_dir/data
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=2
+num.recovery.threads.per.data.dir=1
+log.retention.hours=-1
+log.segment.bytes=268435456
+PROPERTIES
+}
+
+# A first start: ports, config, and a storage directory formatted with a new cluster id.
+kafka_init() {
+  local port controller_port cluster_id
+  rm -rf "$kafka_dir"
+  mkdir -p "$kafka_dir/logs"
+  port="$(free_port_from "${BIZON_KAFKA_PORT:-59092}")"
+  controller_port="$(free_port_from $((port + 1)))"
+  echo "$port" >"$kafka_dir/port"
+  echo "$controller_port" >"$kafka_dir/controller_port"
+  kafka_write_config
+  # A Kafka Uuid: 16 random bytes in unpadded URL-safe base64 that does not start with '-'.
+  cluster_id="$(python3 -c 'import base64, os
+while True:
+    text = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    if not text.startswith("-"):
+        print(text)
+        break')"
+  log "kafka: formatting $kafka_dir/data (cluster $cluster_id, port $port, controller $controller_port)"
+  "$(kafka_java)" -Xmx256m -cp "$kafka_home/libs/*" -Dlog4j2.configurationFile="$root/scripts/kafka/log4j2.xml" \
+    -Dkafka.logs.dir="$kafka_dir/logs" kafka.tools.StorageTool format -t "$cluster_id" \
+    -c "$kafka_dir/server.properties" >"$kafka_dir/format.log" 2>&1 ||
+    { cat "$kafka_dir/format.log" >&2; die "kafka: formatting the storage failed"; }
+}
+
+kafka_start() {
+  if kafka_running; then
+    return
+  fi
+  kafka_fetch
+  [[ -f "$kafka_dir/data/meta.properties" ]] || kafka_init
+  local port controller_port pid started=$SECONDS
+  port="$(kafka_port)"
+  controller_port="$(cat "$kafka_dir/controller_port")"
+  if ! port_is_free "$port" || ! port_is_free "$controller_port"; then
+    # Someone else took a port since the last start: move to free ones (the quorum is static and
+    # read from server.properties, so the data stays valid).
+    port="$(free_port_from "$port")"
+    controller_port="$(free_port_from $((port + 1)))"
+    echo "$port" >"$kafka_dir/port"
+    echo "$controller_port" >"$kafka_dir/controller_port"
+    kafka_write_config
+  fi
+  log "kafka: starting $kafka_version on 127.0.0.1:$port"
+  mkdir -p "$kafka_dir/logs"
+  # setsid + nohup: the broker outlives this script and the test process that ran it, and holds
+  # none of their file descriptors (a caller reading our stdout would otherwise wait for it).
+  setsid nohup "$(kafka_java)" -Xmx512m -Xms256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$root/scripts/kafka/log4j2.xml" \
+    -Dkafka.logs.dir="$kafka_dir/logs" -cp "$kafka_home/libs/*" \
+    kafka.Kafka "$kafka_dir/server.properties" \
+    </dev/null >"$kafka_dir/logs/stdout.log" 2>&1 &
+  pid=$!
+  echo "$pid" >"$kafka_dir/kafka.pid"
+  while ! python3 "$root/scripts/kafka/ready.py" "$port" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 30 "$kafka_dir/logs/stdout.log" "$kafka_dir/logs/server.log" >&2 || true
+      die "kafka: the broker exited during startup"
+    fi
+    if ((SECONDS - started > 60)); then
+      tail -n 30 "$kafka_dir/logs/server.log" >&2 || true
+      kafka_stop
+      die "kafka: the broker was not ready after 60 s"
+    fi
+    sleep 0.3
+  done
+  log "kafka: ready after $((SECONDS - started)) s"
+}
+
+kafka_stop() {
+  local pid waited=0
+  pid="$(kafka_pid)"
+  if kafka_running; then
+    log "kafka: stopping (pid $pid)"
+    kill -TERM "$pid"
+    # A clean shutdown takes a few seconds (it flushes and closes the logs); past 30 s, kill.
+    while kill -0 "$pid" 2>/dev/null && ((waited < 300)); do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "kafka: no clean shutdown after 30 s, killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    fi
+  fi
+  rm -f "$kafka_dir/kafka.pid"
+}
+
+# A real outage: the JVM stops (clients lose their connections), then starts again on the same
+# ports with the same data.
+kafka_restart() {
+  kafka_stop
+  kafka_start
+}
+
+kafka_env() {
+  kafka_running || return 0
+  echo "export BIZON_KAFKA_BOOTSTRAP=127.0.0.1:$(kafka_port)"
 }
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,27 @@
+"""Helpers only (no tests): run scripts/test-servers.sh for a fixture and read the connection
+settings it prints. Used by conftest_kafka and conftest_rabbitmq."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = ROOT / "scripts" / "test-servers.sh"
+
+
+def run_servers(command: str, server: str, timeout: int = 240) -> dict[str, str]:
+    """`scripts/test-servers.sh <command> <server>`; fails the test with the script's stderr when
+    it fails, else returns the NAME -> value of the `export NAME=value` lines it printed."""
+    done = subprocess.run([str(SERVERS), command, server], capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        pytest.fail(f"scripts/test-servers.sh {command} {server} failed:\n{done.stderr}")
+    settings = {}
+    for line in done.stdout.splitlines():
+        name, separator, value = line.removeprefix("export ").partition("=")
+        if line.startswith("export ") and separator:
+            settings[name] = value
+    return settings
