@@ -5,6 +5,7 @@
 #include "bizon/registry.h"
 #include "cli/cli_context.h"
 #include "common/logging.h"
+#include "engine/transform_workers.h"
 
 int main(int argc, char** argv) {
   bizon::ConnectorRegistry registry;
@@ -23,6 +24,10 @@ int main(int argc, char** argv) {
   bizon::AddStreamCommand(app, context);
   bizon::AddSecretsCommand(app, context);
   bizon::AddConfigCommand(app, context);
+  // Started by the process runner; hidden from --help (an empty group).
+  app.add_subcommand("__transform-worker", "Runs transforms for a parent `bizon run`.")
+      ->group("")
+      ->callback([&context] { context.exit_code = bizon::RunTransformWorker(); });
   app.add_subcommand("destination", "Destination commands (none yet).")->callback([] {
     std::puts("No destination subcommands yet; see `bizon --help`.");
   });

@@ -384,6 +384,13 @@ FieldSpec RunnerField() {
                            .description = "Worker processes for transforms (process runner).",
                            .default_value = Value(2),
                            .minimum = 1},
+                          {.name = "python_timeout",
+                           .type = FieldType::kNumber,
+                           .description =
+                               "Seconds one call into a custom Python source, or the transforms "
+                               "of one record, may run before the run fails; 0: no limit.",
+                           .default_value = Value(300),
+                           .minimum = 0},
                           {.name = "consumer_start_delay",
                            .type = FieldType::kNumber,
                            .description = "Kept for compatibility; the consumer starts at once.",

@@ -172,6 +172,10 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
     }
     auto next = source.Next(std::chrono::milliseconds(500));
     if (!next) {
+      // Transform workers report their failures through the channel (process runner).
+      if (next.error().failure_class() == FailureClass::kTransform) {
+        return Failed(ReturnStatus::kTransformError, next.error());
+      }
       return Failed(ReturnStatus::kQueueError, next.error().WithFailureClass(FailureClass::kQueue));
     }
     if (!next->has_value()) {

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
@@ -16,11 +15,13 @@
 #include "bizon/clock.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/consumer.h"
+#include "engine/frame_io.h"
 #include "engine/job.h"
 #include "engine/producer.h"
 #include "engine/queue/memory_queue.h"
 #include "engine/run_lock.h"
 #include "engine/settings.h"
+#include "engine/transform_workers.h"
 #include "python/python_source.h"
 #include "python/python_transforms.h"
 
@@ -179,22 +180,7 @@ class QueueSource final : public MessageSource {
 class PipeSink final : public MessageSink {
  public:
   explicit PipeSink(int fd) : fd_(fd) {}
-  bool Push(QueueMessage message) override {
-    std::string bytes = EncodeMessage(message);
-    uint64_t size = bytes.size();
-    std::string frame(reinterpret_cast<const char*>(&size), sizeof(size));
-    frame += bytes;
-    std::string_view rest = frame;
-    while (!rest.empty()) {
-      ssize_t written = ::write(fd_, rest.data(), rest.size());
-      if (written < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      rest.remove_prefix(static_cast<size_t>(written));
-    }
-    return true;
-  }
+  bool Push(QueueMessage message) override { return WriteFrame(fd_, EncodeMessage(message)).ok(); }
 
  private:
   int fd_;
@@ -204,32 +190,20 @@ class PipeSource final : public MessageSource {
  public:
   explicit PipeSource(int fd) : fd_(fd) {}
   Result<std::optional<QueueMessage>> Next(std::chrono::milliseconds timeout) override {
-    pollfd descriptor{fd_, POLLIN, 0};
-    int ready = ::poll(&descriptor, 1, static_cast<int>(timeout.count()));
-    if (ready == 0 || (ready < 0 && errno == EINTR)) return std::optional<QueueMessage>();
-    uint64_t size = 0;
-    BIZON_RETURN_IF_ERROR(ReadExactly(reinterpret_cast<char*>(&size), sizeof(size)));
-    std::string bytes(size, '\0');
-    BIZON_RETURN_IF_ERROR(ReadExactly(bytes.data(), bytes.size()));
-    BIZON_ASSIGN_OR_RETURN(QueueMessage message, DecodeMessage(bytes));
+    if (!WaitReadable(fd_, static_cast<int>(timeout.count()))) {
+      return std::optional<QueueMessage>();
+    }
+    auto frame = ReadFrame(fd_);
+    if (!frame || !frame->has_value()) {
+      return Fail(Status(StatusCode::kAborted,
+                         "the producer process exited before finishing its stream",
+                         FailureClass::kSource));
+    }
+    BIZON_ASSIGN_OR_RETURN(QueueMessage message, DecodeMessage(**frame));
     return std::optional<QueueMessage>(std::move(message));
   }
 
  private:
-  Status ReadExactly(char* out, size_t size) {
-    while (size > 0) {
-      ssize_t got = ::read(fd_, out, size);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        return Status(StatusCode::kAborted,
-                      "the producer process exited before finishing its stream",
-                      FailureClass::kSource);
-      }
-      out += got;
-      size -= static_cast<size_t>(got);
-    }
-    return Status::Ok();
-  }
   int fd_;
 };
 
@@ -240,12 +214,15 @@ struct RunParts {
   DestinationContext destination_context;
   /// Set for a custom Python source (`--custom-source` / `source.source_file_path`).
   std::string python_source_path;
+  PythonSourceOptions python_options;
+  const Value* transforms = nullptr;  // The config's `transforms:` list, when it has one.
 };
 
 Result<std::unique_ptr<Source>> MakeSource(const RunParts& parts) {
-  auto source = parts.python_source_path.empty()
-                    ? parts.source_descriptor->factory(parts.source_context)
-                    : OpenPythonSource(parts.python_source_path, parts.source_context);
+  auto source =
+      parts.python_source_path.empty()
+          ? parts.source_descriptor->factory(parts.source_context)
+          : OpenPythonSource(parts.python_source_path, parts.source_context, parts.python_options);
   if (!source) return Fail(source.error().WithFailureClass(FailureClass::kSource));
   return source;
 }
@@ -346,9 +323,29 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
     result.consumer = {ReturnStatus::kQueueError, std::nullopt, error};
     return result;
   }
-  PipeSource messages(fds[0]);
+  PipeSource from_producer(fds[0]);
   std::atomic<bool> stop{false};
-  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
+  // Transforms run in worker processes here, so that they use more than one core.
+  std::unique_ptr<TransformWorkers> workers;
+  if (transforms != nullptr && transforms->size() > 0) {
+    auto started = TransformWorkers::Start(
+        *parts.transforms,
+        {.workers = settings.transform_workers, .record_timeout = settings.python_timeout},
+        from_producer);
+    if (!started) {
+      result.consumer = {ReturnStatus::kTransformError, std::nullopt,
+                         started.error().WithFailureClass(FailureClass::kTransform)};
+    } else {
+      workers = std::move(*started);
+    }
+  }
+  MessageSource& messages =
+      workers != nullptr ? static_cast<MessageSource&>(*workers) : from_producer;
+  if (result.consumer.status == ReturnStatus::kSuccess) {
+    result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop,
+                                  workers != nullptr ? nullptr : transforms);
+  }
+  workers.reset();
   // Stop the producer only when the consumer failed on its own; after an error termination the
   // producer is already exiting with its status, which a SIGTERM would race and hide.
   bool stopped = false;
@@ -473,6 +470,8 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
 
   RunParts parts;
   parts.python_source_path = settings.source_config.GetString("source_file_path");
+  parts.python_options.call_timeout = settings.python_timeout;
+  parts.transforms = config.config.Find("transforms");
   parts.source_descriptor = registry.FindSource(settings.key.source_name);
   parts.destination_descriptor = registry.FindDestination(settings.destination_name);
   std::vector<StreamSpec> streams;
@@ -510,7 +509,8 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   }
   std::unique_ptr<TransformChain> transforms;
   if (settings.has_transforms) {
-    auto compiled = TransformChain::Compile(*config.config.Find("transforms"));
+    auto compiled =
+        TransformChain::Compile(*parts.transforms, {.record_timeout = settings.python_timeout});
     if (!compiled) return EarlyFailure(FailureClass::kConfig, compiled.error());
     transforms = std::move(*compiled);
   }

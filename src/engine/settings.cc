@@ -27,6 +27,13 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
              ? settings.backend_config.Find("config")->GetInteger("syncCursorInDBEvery", 10)
              : 10);
   settings.runner = config.FindPath("engine.runner.type")->AsString();
+  if (const Value* runner_config = config.FindPath("engine.runner.config");
+      runner_config != nullptr && runner_config->is_map()) {
+    settings.transform_workers =
+        static_cast<int>(std::max<int64_t>(1, runner_config->GetInteger("max_workers", 2)));
+    settings.python_timeout = std::chrono::milliseconds(
+        static_cast<int64_t>(runner_config->GetDouble("python_timeout", 300) * 1000));
+  }
 
   const Value* queue_config = config.FindPath("engine.queue.config");
   if (queue_config != nullptr && queue_config->is_map()) {

@@ -1,6 +1,7 @@
 // The engine's view of a validated config: typed fields read once at start-up.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,9 @@ struct PipelineSettings {
   int64_t max_iterations = 0;  // 0: unlimited.
   int64_t sync_cursor_every = 10;
   std::string runner = "thread";
+  int transform_workers = 2;  // engine.runner.config.max_workers (process runner).
+  /// engine.runner.config.python_timeout: longest custom-source call or per-record transform.
+  std::chrono::milliseconds python_timeout{300'000};
   QueueLimits queue_limits;
   int64_t buffer_bytes = 50LL * 1024 * 1024;
   double buffer_flush_timeout_s = 600;
