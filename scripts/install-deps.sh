@@ -15,6 +15,8 @@ build_packages=(
 )
 test_packages=(
   postgresql rabbitmq-server python3-venv time
+  # The Kafka test broker: Apache's jars, fetched once by Maven, run on Java 17.
+  maven openjdk-17-jre-headless
 )
 
 wanted=("${build_packages[@]}")

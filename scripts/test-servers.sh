@@ -215,9 +215,9 @@ kafka_dir="$state_root/kafka"
 
 kafka_java() {
   local candidate
-  for candidate in "${JAVA_HOME:-}/bin/java" /usr/lib/jvm/java-17-openjdk-amd64/bin/java \
+  for candidate in "${JAVA_HOME:+$JAVA_HOME/bin/java}" /usr/lib/jvm/java-17-openjdk-amd64/bin/java \
     "$(command -v java 2>/dev/null || true)"; do
-    if [[ -x "$candidate" ]]; then
+    if [[ -n "$candidate" && -x "$candidate" ]]; then
       echo "$candidate"
       return
     fi
@@ -287,7 +287,8 @@ group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=2
 num.recovery.threads.per.data.dir=1
-log.retention.hours=-1
+log.retention.hours=24
+log.segment.delete.delay.ms=1000
 log.segment.bytes=268435456
 PROPERTIES
 }
@@ -593,7 +594,15 @@ done
 
 case "$command" in
   start)
-    for server in "${selected[@]}"; do "${server}_start"; done
+    # In parallel: a cold start of all of them takes the time of the slowest, not of the sum.
+    pids=()
+    for server in "${selected[@]}"; do
+      "${server}_start" &
+      pids+=($!)
+    done
+    failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    ((failed == 0)) || die "start failed (see above)"
     for server in "${selected[@]}"; do "${server}_env"; done
     ;;
   stop)

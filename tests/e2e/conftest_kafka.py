@@ -92,6 +92,10 @@ class Kafka:
                 raise AssertionError(f"topic {name} has no leader for every partition after 30 s")
             time.sleep(0.1)
 
+    def delete_topic(self, name: str) -> None:
+        """Deletes a topic and its data (for tests that leave big topics behind)."""
+        self._admin.delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+
     # -- producing ---------------------------------------------------------------------------
 
     def _shared_producer(self) -> Producer:
