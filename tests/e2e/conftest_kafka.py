@@ -41,7 +41,7 @@ from test_servers_support import run_servers  # noqa: E402
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 fastavro = pytest.importorskip("fastavro")
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 
@@ -182,15 +182,17 @@ class Kafka:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _consumer(self, group: str | None = None) -> Consumer:
+    def _consumer(self, group: str | None = None, eof: bool = False,
+                  isolation: str = "read_committed") -> Consumer:
         return Consumer({"bootstrap.servers": self.bootstrap,
                          "group.id": group or f"bizon-test-reader-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "enable.partition.eof": False})
+                         "enable.partition.eof": eof, "isolation.level": isolation})
 
     def end_offsets(self, topic: str) -> dict[int, int]:
-        """{partition: high watermark} (the offset the next message will get)."""
-        consumer = self._consumer()
+        """{partition: high watermark} (the offset the next message will get; transaction
+        markers count, and so do messages of open transactions)."""
+        consumer = self._consumer(isolation="read_uncommitted")
         try:
             return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                     for p in self.partitions(topic)}
@@ -200,8 +202,10 @@ class Kafka:
     def consume_all(self, topic: str, timeout: float = 10) -> list[dict]:
         """Every message of `topic` up to the current end of each partition, in partition then
         offset order, as {key, value, partition, offset, headers} (key/value bytes or None,
-        headers a list of (name, bytes)). Reads without a consumer group's offsets."""
-        consumer = self._consumer()
+        headers a list of (name, bytes)). Reads without a consumer group's offsets, committed
+        transactions only: the end of a partition is its last stable offset, and a partition is
+        done at its end-of-partition event, so transaction markers do not keep it waiting."""
+        consumer = self._consumer(eof=True)
         try:
             ends, starts = {}, {}
             for p in self.partitions(topic):
@@ -211,18 +215,22 @@ class Kafka:
             if not ends:
                 return []
             consumer.assign([TopicPartition(topic, p, starts[p]) for p in ends])
-            positions = dict(starts)
+            reached = {p: starts[p] for p in ends}  # The next offset to read, as far as we know.
             messages = []
             deadline = time.monotonic() + timeout
-            while any(positions[p] < ends[p] for p in ends):
+            while any(reached[p] < ends[p] for p in ends):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"read {len(messages)} messages of {topic} in {timeout} s;"
-                                         f" positions {positions}, ends {ends}")
+                                         f" reached {reached}, ends {ends}")
                 for message in consumer.consume(num_messages=10_000, timeout=0.5):
-                    if message.error() is not None:
-                        raise KafkaException(message.error())
+                    error = message.error()
                     p, offset = message.partition(), message.offset()
-                    positions[p] = offset + 1
+                    if error is not None:
+                        if error.code() != KafkaError._PARTITION_EOF:
+                            raise KafkaException(error)
+                        reached[p] = max(reached[p], offset)  # EOF carries the end offset.
+                        continue
+                    reached[p] = max(reached[p], offset + 1)
                     if offset < ends[p]:
                         messages.append({"key": message.key(), "value": message.value(),
                                          "partition": p, "offset": offset,

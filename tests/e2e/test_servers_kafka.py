@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest_kafka import kafka  # noqa: F401 (fixture)
 
@@ -85,3 +86,26 @@ def test_restart_is_an_outage_that_keeps_the_port_and_the_data(kafka):
     kafka.produce(topic, ["after"])  # The shared producer reconnects to the same address.
     assert [m["value"] for m in kafka.consume_all(topic, timeout=30)] == [b"before", b"after"]
     assert kafka.committed_offsets(group, topic) == {0: 1}
+
+
+def test_consume_all_reads_committed_transactions_past_their_control_records(kafka):
+    topic = kafka.create_topic()
+    producer = Producer({"bootstrap.servers": kafka.bootstrap,
+                         "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"committed")
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"aborted")
+    producer.flush(30)  # Else the abort drops it unsent.
+    producer.abort_transaction(30)
+
+    # Offsets: 0 committed, 1 its commit marker, 2 aborted, 3 its abort marker, which the
+    # coordinator writes after abort_transaction returns.
+    for _ in range(100):
+        if kafka.end_offsets(topic) == {0: 4}:
+            break
+        time.sleep(0.1)
+    assert kafka.end_offsets(topic) == {0: 4}
+    assert [(m["offset"], m["value"]) for m in kafka.consume_all(topic)] == [(0, b"committed")]
