@@ -23,6 +23,9 @@ servers=(postgres kafka rabbitmq)
 log() { echo "test-servers: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# Default ports sit below 32768, out of Linux's ephemeral range (32768-60999), so a client
+# connection's local port can never be holding a server's port when it starts.
+
 # True when nothing listens on 127.0.0.1:$1.
 port_is_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -125,7 +128,7 @@ postgres_init() {
   owner="$(pg_os_user)"
   pg_locate
   rm -rf "$pg_data"
-  port="$(free_port_from "${BIZON_PG_PORT:-55432}")"
+  port="$(free_port_from "${BIZON_PG_PORT:-25432}")"
   echo "$port" > "$pg_dir/port"
   printf '%s\n' "$pg_password" > "$pg_dir/pwfile"
   chown -R "$owner" "$pg_dir"
@@ -298,7 +301,7 @@ kafka_init() {
   local port controller_port cluster_id
   rm -rf "$kafka_dir"
   mkdir -p "$kafka_dir/logs"
-  port="$(free_port_from "${BIZON_KAFKA_PORT:-59092}")"
+  port="$(free_port_from "${BIZON_KAFKA_PORT:-29092}")"
   controller_port="$(free_port_from $((port + 1)))"
   echo "$port" >"$kafka_dir/port"
   echo "$controller_port" >"$kafka_dir/controller_port"
@@ -405,6 +408,8 @@ rabbitmq_user_name=bizon
 rabbitmq_password=bizon
 rabbitmq_node=bizon-test@localhost
 rabbitmq_dir="$state_root/rabbitmq"
+# Erlang distribution (node <-> CLI) listens on loopback only, like everything else here.
+rabbitmq_loopback_dist="-kernel inet_dist_use_interface {127,0,0,1}"
 
 rabbitmq_bin() {
   local candidate
@@ -434,6 +439,8 @@ rabbitmq_with_env() {
     RABBITMQ_ENABLED_PLUGINS_FILE="$rabbitmq_dir/enabled_plugins" \
     RABBITMQ_MNESIA_BASE="$rabbitmq_dir/mnesia" RABBITMQ_LOG_BASE="$rabbitmq_dir/log" \
     RABBITMQ_PID_FILE="$rabbitmq_dir/rabbitmq.pid" \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="$rabbitmq_loopback_dist" \
+    RABBITMQ_CTL_ERL_ARGS="$rabbitmq_loopback_dist" \
     "$@"
 }
 
@@ -457,7 +464,7 @@ rabbitmq_init() {
   local port dist_port epmd_port
   rm -rf "$rabbitmq_dir"
   mkdir -p "$rabbitmq_dir/home" "$rabbitmq_dir/mnesia" "$rabbitmq_dir/log"
-  port="$(free_port_from "${BIZON_RABBITMQ_PORT:-55672}")"
+  port="$(free_port_from "${BIZON_RABBITMQ_PORT:-26672}")"
   dist_port="$(free_port_from $((port + 1)))"
   epmd_port="$(free_port_from $((dist_port + 1)))"
   echo "$port" >"$rabbitmq_dir/port"
