@@ -11,9 +11,13 @@
 # With no server named, the command applies to all of them. `start` also prints the env lines, so
 # `eval "$(scripts/test-servers.sh start)"` starts everything and exports its connection settings.
 #
-# Adding a server: write <server>_start, <server>_stop, <server>_env and <server>_running below
-# (same contracts as the postgres ones) and add its name to `servers`. Diagnostics go to stderr;
-# stdout carries only env lines.
+# Servers: postgres (BIZON_PG_*), kafka (BIZON_KAFKA_BOOTSTRAP), rabbitmq (BIZON_RABBITMQ_*).
+# `start` with several servers starts them in parallel. A restart is a real outage: the process
+# stops, then starts again on the same port with the same data.
+#
+# Adding a server: write <server>_start, <server>_stop, <server>_restart, <server>_env and
+# <server>_running below (same contracts as the postgres ones) and add its name to `servers`.
+# Diagnostics go to stderr; stdout carries only env lines.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -242,6 +246,12 @@ kafka_fetch() {
     { tail -n 30 "$kafka_home/mvn.log" >&2; die "kafka: Maven could not fetch the broker"; }
   [[ -f "$kafka_home/libs/kafka_2.13-$kafka_version.jar" ]] ||
     die "kafka: Maven ran but kafka_2.13-$kafka_version.jar is missing from $kafka_home/libs"
+  # The SLF4J binding is pinned in the pom; another broker version may bring another log4j.
+  local core binding
+  core="$(cd "$kafka_home/libs" && ls log4j-core-*.jar 2>/dev/null | sed 's/^log4j-core-//')"
+  binding="$(cd "$kafka_home/libs" && ls log4j-slf4j-impl-*.jar 2>/dev/null | sed 's/^log4j-slf4j-impl-//')"
+  [[ "$core" == "$binding" ]] ||
+    log "kafka: warning: log4j-core $core but log4j-slf4j-impl $binding (set log4j.version in scripts/kafka/pom.xml)"
   touch "$kafka_home/complete"
 }
 
@@ -586,7 +596,7 @@ rabbitmq_env() {
 # ------------------------------------------------------------------------------------------------
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
