@@ -27,6 +27,46 @@ Result<Value> LoadRawConfig(const std::string& path, const LoadOptions& options)
   return raw;
 }
 
+namespace {
+
+/// The kafka source reads the topics a `streams:` block names: each stream's `source.topic` is
+/// routed to its `destination.table_id`. An empty `topics` list is filled from the streams, and
+/// a topic listed in both takes the stream's table (the streams block wins, as in the original).
+void ApplyStreamsToKafkaSource(Value& raw) {
+  Value* source = raw.Find("source");
+  const Value* streams = raw.Find("streams");
+  if (source == nullptr || !source->is_map() || streams == nullptr || !streams->is_list()) return;
+  if (source->GetString("name") != "kafka") return;
+  Value::List routes;
+  for (const Value& stream : streams->AsList()) {
+    const Value* topic = stream.FindPath("source.topic");
+    const Value* table = stream.FindPath("destination.table_id");
+    if (topic == nullptr || !topic->is_string() || topic->AsString().empty() || table == nullptr ||
+        !table->is_string()) {
+      continue;
+    }
+    Value route(Value::Map{{"name", *topic}, {"destination_id", *table}});
+    route.set_mark(stream.mark());
+    routes.push_back(std::move(route));
+  }
+  if (routes.empty()) return;
+  Value* topics = source->Find("topics");
+  if (topics == nullptr || topics->is_null() || (topics->is_list() && topics->AsList().empty())) {
+    source->Set("topics", Value(std::move(routes)));
+    return;
+  }
+  if (!topics->is_list()) return;  // Validation reports the wrong type.
+  for (Value& topic : topics->AsList()) {
+    for (const Value& route : routes) {
+      if (topic.is_map() && topic.GetString("name") == route.GetString("name")) {
+        topic.Set("destination_id", *route.Find("destination_id"));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const ConnectorRegistry& registry,
                                         const LoadOptions& options) {
   BIZON_ASSIGN_OR_RETURN(Value raw, LoadRawConfig(path, options));
@@ -54,6 +94,7 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const Connector
                              ? raw.FindPath("source.name")->ToDisplayString()
                              : "custom";
   }
+  ApplyStreamsToKafkaSource(raw);
   ValidationResult result = ValidateConfig(raw, PipelineSpec(registry, custom_source_name));
   // --reset is applied after validation: it is the supported way to ask for a reset, so it must
   // not draw the deprecation warning meant for `source.reset` in the file.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -382,6 +383,38 @@ SidesResult RunInProcesses(const RunParts& parts, Destination& destination, Back
   return result;
 }
 
+// The stream runner stops after the batch in hand on SIGTERM or SIGINT: the batch is written, its
+// cursor stored and the source committed, then the run ends successfully with the job left
+// running. Without this a `kubectl delete` would kill it mid-batch and the rerun would redo it.
+volatile std::sig_atomic_t stream_stop_signal = 0;
+
+void RequestStreamStop(int signal_number) { stream_stop_signal = signal_number; }
+
+/// Installs the stop handlers for the lifetime of one stream run, then restores the previous ones.
+class StreamStopSignals {
+ public:
+  StreamStopSignals() {
+    stream_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = RequestStreamStop;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+    ::sigaction(SIGINT, &action, &previous_int_);
+  }
+  ~StreamStopSignals() {
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+  }
+  StreamStopSignals(const StreamStopSignals&) = delete;
+  StreamStopSignals& operator=(const StreamStopSignals&) = delete;
+
+  int requested() const { return stream_stop_signal; }
+
+ private:
+  struct sigaction previous_term_ {};
+  struct sigaction previous_int_ {};
+};
+
 ReturnStatus RunInline(Source& source, Destination& destination, Backend& backend,
                        const PipelineSettings& settings, const JobPlan& plan,
                        TransformChain* transforms, Status& error) {
@@ -398,6 +431,7 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   // Open(), and a cursor without one would make it discard committed rows.
   Value state = plan.destination_state;
   std::string label = settings.key.source_name + "." + settings.key.stream_name;
+  StreamStopSignals stop_signals;
   // As in the producer, max_iterations caps this run (iterations 0..N), not the job.
   while (settings.max_iterations == 0 ||
          iteration - plan.start_iteration <= settings.max_iterations) {
@@ -451,7 +485,18 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
       spdlog::info("Stream {} caught up after {} records", label, written);
       break;
     }
-    if (fetched->records.empty()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (int signal_number = stop_signals.requested(); signal_number != 0) {
+      spdlog::info("Stream {}: stopping on signal {} after the batch in hand", label,
+                   signal_number);
+      break;
+    }
+    if (fetched->records.empty()) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (stop_signals.requested() != 0) {
+        spdlog::info("Stream {}: stopping on signal {}", label, stop_signals.requested());
+        break;
+      }
+    }
     pagination = std::move(fetched->next_pagination);
     ++iteration;
   }

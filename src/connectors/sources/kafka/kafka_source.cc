@@ -1,164 +1,737 @@
-// kafka: a Kafka / Redpanda consumer decoding Avro (Apicurio schema registry) or JSON messages.
-// Declared only: the factory is null until the source is built.
-#include <vector>
+#include "connectors/sources/kafka/kafka_source.h"
 
-#include "bizon/config_spec.h"
-#include "bizon/value.h"
+#include <fmt/format.h>
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "bizon/clock.h"
+#include "config/references.h"
 #include "connectors/registration.h"
+#include "connectors/sources/kafka/kafka_message.h"
+#include "http/http_session.h"
 
 namespace bizon {
+namespace kafka {
 namespace {
 
-/// SASL PLAIN credentials, plus the schema registry settings, which sit beside `params` rather
-/// than inside it.
-FieldSpec KafkaAuthenticationField() {
-  FieldSpec authentication = AuthenticationField({"basic"}, /*required=*/false);
-  authentication.description =
-      "SASL PLAIN credentials of the brokers (params) and access to the schema registry.";
-  // `type` may be left out: basic is the only kind.
-  authentication.default_variant = "basic";
-  const std::vector<FieldSpec> schema_registry = {
-      {.name = "schema_registry_type",
-       .type = FieldType::kEnum,
-       .description = "Kind of schema registry serving the Avro writer schemas.",
-       .nullable = false,
-       .default_value = "apicurio",
-       .enum_values = {"apicurio"}},
-      {.name = "schema_registry_url",
-       .type = FieldType::kString,
-       .description = "Base URL of the schema registry.",
-       .nullable = false,
-       .default_value = "",
-       .example = "https://registry.example.com"},
-      {.name = "schema_registry_username",
-       .type = FieldType::kString,
-       .description = "User name for HTTP basic authentication to the registry.",
-       .nullable = false,
-       .default_value = ""},
-      {.name = "schema_registry_password",
-       .type = FieldType::kString,
-       .description = "Password for HTTP basic authentication to the registry.",
-       .nullable = false,
-       .default_value = "",
-       .secret = true},
-  };
-  std::vector<FieldSpec>* target = &authentication.fields;
-  for (VariantSpec& variant : authentication.variants) {
-    if (variant.tag != "basic") continue;
-    target = &variant.fields;
-    for (FieldSpec& field : variant.fields) {
-      if (field.name != authentication.discriminator) continue;
-      field.required = false;
-      field.default_value = "basic";
-    }
+using Clock = std::chrono::steady_clock;
+
+std::string SettingText(const Value& value) {
+  if (value.is_bool()) return value.AsBool() ? "true" : "false";
+  return value.ToDisplayString();
+}
+
+bool HasSetting(const std::vector<std::pair<std::string, std::string>>& settings,
+                std::string_view key) {
+  for (const auto& [name, value] : settings) {
+    if (name == key) return true;
   }
-  target->insert(target->end(), schema_registry.begin(), schema_registry.end());
-  return authentication;
+  return false;
 }
 
-Value DefaultConsumerConfig() {
-  return Value(Value::Map{
-      {"auto.offset.reset", "earliest"},
-      {"enable.auto.commit", false},
-      {"session.timeout.ms", 45000},
-      {"max.poll.interval.ms", 600000},
-      {"security.protocol", "SASL_SSL"},
-  });
+bool IsSecretSetting(std::string_view key) {
+  return key == "sasl.username" || key == "sasl.password" || key.find("password") != key.npos ||
+         key.find("secret") != key.npos;
 }
 
-std::vector<FieldSpec> KafkaFields() {
-  return {
-      {.name = "topics",
-       .type = FieldType::kList,
-       .description = "Topics to read and the destination id of each; may be "
-                      "left out when a streams block names the topics.",
-       .default_value = Value::EmptyList(),
-       .items = {FieldSpec{.name = "topic",
-                           .type = FieldType::kObject,
-                           .description = "One topic and where its records go.",
-                           .fields =
-                               {
-                                   {.name = "name",
-                                    .type = FieldType::kString,
-                                    .description = "Topic name.",
-                                    .required = true,
-                                    .nullable = false},
-                                   {.name = "destination_id",
-                                    .type = FieldType::kString,
-                                    .description = "Destination table or file the topic's "
-                                                   "records are routed to.",
-                                    .required = true,
-                                    .nullable = false},
-                               },
-                           .unknown_keys = UnknownKeys::kWarn}}},
-      {.name = "bootstrap_servers",
-       .type = FieldType::kString,
-       .description = "Comma-separated host:port list of the brokers.",
-       .required = true,
-       .nullable = false,
-       .example = "broker-1:9092,broker-2:9092"},
-      {.name = "group_id",
-       .type = FieldType::kString,
-       .description = "Consumer group the offsets belong to.",
-       .nullable = false,
-       .default_value = "bizon"},
-      {.name = "skip_message_empty_value",
-       .type = FieldType::kBoolean,
-       .description = "Drop messages without a value (tombstones).",
-       .nullable = false,
-       .default_value = true},
-      {.name = "skip_message_invalid_keys",
-       .type = FieldType::kBoolean,
-       .description = "Drop messages whose key is not JSON, instead of failing.",
-       .nullable = false,
-       .default_value = false},
-      {.name = "skip_message_on_decode_error",
-       .type = FieldType::kBoolean,
-       .description = "Drop messages whose value cannot be decoded, instead of failing.",
-       .nullable = false,
-       .default_value = false},
-      {.name = "batch_size",
-       .type = FieldType::kInteger,
-       .description = "Most messages taken by one consume call (one iteration).",
-       .nullable = false,
-       .default_value = 100,
-       .minimum = 1},
-      {.name = "consumer_timeout",
-       .type = FieldType::kInteger,
-       .description = "Seconds one consume call, or a metadata request, may wait.",
-       .nullable = false,
-       .default_value = 10,
-       .minimum = 0},
-      {.name = "consumer_config",
-       .type = FieldType::kMap,
-       .description = "librdkafka consumer settings; a map given here replaces "
-                      "the defaults as a whole.",
-       .nullable = false,
-       .default_value = DefaultConsumerConfig()},
-      {.name = "message_encoding",
-       .type = FieldType::kEnum,
-       .description = "How message values are encoded: Avro with a registry header, or UTF-8 JSON.",
-       .nullable = false,
-       .default_value = "avro",
-       .enum_values = {"avro", "utf-8"}},
-      KafkaAuthenticationField(),
-  };
+void RebalanceCallback(rd_kafka_t* handle, rd_kafka_resp_err_t error,
+                       rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+  (void)handle;
+  static_cast<KafkaSource*>(opaque)->Rebalance(error, partitions);
+}
+
+void ErrorCallback(rd_kafka_t* handle, int error, const char* reason, void* opaque) {
+  (void)handle;
+  static_cast<KafkaSource*>(opaque)->ClientError(error, reason);
+}
+
+void LogCallback(const rd_kafka_t* handle, int level, const char* facility, const char* text) {
+  (void)handle;
+  // Connection failures also reach the error callback, which logs them once.
+  if (std::strcmp(facility, "FAIL") == 0) return;
+  std::string line = SecretMask::Global().Redact(fmt::format("librdkafka {}: {}", facility, text));
+  if (level <= 3) {
+    spdlog::error("{}", line);
+  } else if (level == 4) {
+    spdlog::warn("{}", line);
+  } else {
+    spdlog::debug("{}", line);
+  }
+}
+
+/// Errors a consumer reports while it reconnects or rebalances: librdkafka retries them itself.
+bool IsTransient(rd_kafka_resp_err_t error) {
+  switch (error) {
+    case RD_KAFKA_RESP_ERR__TRANSPORT:
+    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+    case RD_KAFKA_RESP_ERR__TIMED_OUT:
+    case RD_KAFKA_RESP_ERR__RESOLVE:
+    case RD_KAFKA_RESP_ERR__MAX_POLL_EXCEEDED:
+    case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+    case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+    case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* message) const { rd_kafka_message_destroy(message); }
+};
+using MessagePtr = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+
+/// The next message or event, waiting at most until `deadline`; null once it has passed.
+MessagePtr PollUntil(rd_kafka_t* consumer, Clock::time_point deadline) {
+  while (true) {
+    auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (remaining <= 0) return nullptr;
+    if (rd_kafka_message_t* message = rd_kafka_consumer_poll(consumer, static_cast<int>(remaining)))
+      return MessagePtr(message);
+  }
+}
+
+/// Calls `visit(name, value, size)` for every header of `message`.
+template <typename Visitor>
+void ForEachHeader(const rd_kafka_message_t& message, Visitor&& visit) {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(&message, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  const char* name;
+  const void* value;
+  size_t size;
+  for (size_t i = 0; !rd_kafka_header_get_all(headers, i, &name, &value, &size); ++i) {
+    visit(name, value, size);
+  }
+}
+
+std::string Excerpt(const void* data, size_t size) {
+  if (data == nullptr) return "(none)";
+  return BodyExcerpt(std::string_view(static_cast<const char*>(data), size), 200);
 }
 
 }  // namespace
 
+Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
+  const Value& config = context.config;
+  KafkaSourceOptions options;
+  options.sync_mode = context.sync_mode;
+  if (const Value* topics = config.Find("topics"); topics != nullptr && topics->is_list()) {
+    for (const Value& topic : topics->AsList()) {
+      options.topics.push_back(
+          {.name = topic.GetString("name"), .destination_id = topic.GetString("destination_id")});
+    }
+  }
+  options.group_id = config.GetString("group_id", "bizon");
+  options.skip_message_empty_value = config.GetBool("skip_message_empty_value", true);
+  options.skip_message_invalid_keys = config.GetBool("skip_message_invalid_keys", false);
+  options.skip_message_on_decode_error = config.GetBool("skip_message_on_decode_error", false);
+  options.batch_size = config.GetInteger("batch_size", 100);
+  options.consumer_timeout_s = config.GetInteger("consumer_timeout", 10);
+  options.avro = config.GetString("message_encoding", "avro") == "avro";
+
+  // consumer_config replaces the defaults as a whole (the spec filled them in when absent).
+  if (const Value* client = config.Find("consumer_config"); client != nullptr && client->is_map()) {
+    for (const auto& [key, value] : client->AsMap()) {
+      if (!value.is_string() && !value.is_number() && !value.is_bool()) {
+        return Fail(InvalidArgumentError(
+            fmt::format("source.consumer_config.{}: expected a string, number or boolean", key)));
+      }
+      options.client_settings.emplace_back(key, SettingText(value));
+    }
+  }
+  auto set = [&](std::string key, std::string value) {
+    for (auto& setting : options.client_settings) {
+      if (setting.first == key) {
+        setting.second = std::move(value);
+        return;
+      }
+    }
+    options.client_settings.emplace_back(std::move(key), std::move(value));
+  };
+  if (const Value* authentication = config.Find("authentication");
+      authentication != nullptr && authentication->is_map()) {
+    const Value* params = authentication->Find("params");
+    if (params != nullptr && params->is_map()) {
+      std::string password = params->GetString("password");
+      SecretMask::Global().Add(password);
+      set("sasl.mechanisms", "PLAIN");
+      set("sasl.username", params->GetString("username"));
+      set("sasl.password", std::move(password));
+    }
+    BIZON_ASSIGN_OR_RETURN(options.registry.type, ParseRegistryType(authentication->GetString(
+                                                      "schema_registry_type", "apicurio")));
+    options.registry.url = authentication->GetString("schema_registry_url");
+    options.registry.username = authentication->GetString("schema_registry_username");
+    options.registry.password = authentication->GetString("schema_registry_password");
+    SecretMask::Global().Add(options.registry.password);
+  }
+  set("group.id", options.group_id);
+  options.bootstrap_servers = config.GetString("bootstrap_servers");
+  set("bootstrap.servers", options.bootstrap_servers);
+  if (const char* hostname = std::getenv("HOSTNAME");
+      hostname != nullptr && *hostname != '\0' &&
+      !HasSetting(options.client_settings, "group.instance.id")) {
+    // Static membership (KIP-345): a restarted pod gets its partitions back without a rebalance.
+    set("group.instance.id", fmt::format("{}-{}", options.group_id, hostname));
+  }
+  return options;
+}
+
+KafkaSource::KafkaSource(KafkaSourceOptions options) : options_(std::move(options)) {
+  for (const TopicRoute& topic : options_.topics) topic_map_[topic.name] = topic.destination_id;
+  if (options_.avro) registry_ = std::make_unique<SchemaRegistry>(options_.registry);
+}
+
+KafkaSource::~KafkaSource() { DestroyConsumer(); }
+
+Status KafkaSource::CreateConsumer() {
+  char error[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [key, value] : options_.client_settings) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), error, sizeof(error)) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return InvalidArgumentError(
+          fmt::format("source.consumer_config: librdkafka rejects {}: {}", key, error));
+    }
+  }
+  // End-of-partition events tell a bounded read that a partition is done, and a stream read
+  // that it caught up and may return before consumer_timeout.
+  if (!HasSetting(options_.client_settings, "enable.partition.eof")) {
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", error, sizeof(error));
+  }
+  rd_kafka_conf_set_opaque(conf, this);
+  rd_kafka_conf_set_error_cb(conf, ErrorCallback);
+  rd_kafka_conf_set_log_cb(conf, LogCallback);
+  if (options_.sync_mode == SyncMode::kStream) {
+    rd_kafka_conf_set_rebalance_cb(conf, RebalanceCallback);
+  }
+  rd_kafka_t* handle = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof(error));
+  if (handle == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return InvalidArgumentError(fmt::format("cannot create the Kafka consumer: {}", error));
+  }
+  rd_kafka_poll_set_consumer(handle);
+  consumer_ = handle;
+  return Status::Ok();
+}
+
+void KafkaSource::DestroyConsumer() {
+  if (consumer_ == nullptr) return;
+  if (rd_kafka_resp_err_t closed = rd_kafka_consumer_close(consumer_); closed) {
+    spdlog::warn("Error while closing the Kafka consumer: {}", rd_kafka_err2str(closed));
+  }
+  rd_kafka_destroy(consumer_);
+  consumer_ = nullptr;
+  subscribed_ = false;
+  assigned_.clear();
+  at_end_.clear();
+}
+
+void KafkaSource::ClientError(int error, const char* reason) {
+  auto code = static_cast<rd_kafka_resp_err_t>(error);
+  if (code == RD_KAFKA_RESP_ERR__FATAL) {
+    char fatal[512];
+    rd_kafka_resp_err_t original = rd_kafka_fatal_error(consumer_, fatal, sizeof(fatal));
+    std::lock_guard lock(fatal_mutex_);
+    fatal_error_ = fmt::format("fatal Kafka client error {}: {}", rd_kafka_err2name(original),
+                               SecretMask::Global().Redact(fatal));
+    return;
+  }
+  spdlog::warn("Kafka client error {}: {}", rd_kafka_err2name(code),
+               SecretMask::Global().Redact(reason != nullptr ? reason : ""));
+}
+
+Status KafkaSource::CheckFatalError() {
+  std::lock_guard lock(fatal_mutex_);
+  if (fatal_error_.empty()) return Status::Ok();
+  return UnavailableError(fatal_error_);
+}
+
+Result<std::map<std::string, int>> KafkaSource::FetchPartitionCounts() {
+  const rd_kafka_metadata_t* metadata = nullptr;
+  rd_kafka_resp_err_t error = rd_kafka_metadata(
+      consumer_, 1, nullptr, &metadata, static_cast<int>(options_.consumer_timeout_s * 1000));
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Fail(UnavailableError(fmt::format(
+        "Kafka connection failed: {} (bootstrap servers {}, within {} s)", rd_kafka_err2str(error),
+        options_.bootstrap_servers, options_.consumer_timeout_s)));
+  }
+  std::map<std::string, int> counts;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& topic = metadata->topics[i];
+    if (topic.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    counts[topic.topic] = topic.partition_cnt;
+  }
+  rd_kafka_metadata_destroy(metadata);
+  for (const TopicRoute& topic : options_.topics) {
+    if (!counts.contains(topic.name)) {
+      return Fail(NotFoundError(fmt::format("Topic {} not found", topic.name)));
+    }
+  }
+  return counts;
+}
+
+Status KafkaSource::CheckConnection() {
+  if (options_.topics.empty()) {
+    return FailedPreconditionError(
+        "No topics configured. Either provide topics in source config or use streams "
+        "configuration: source.topics or streams[].source.topic");
+  }
+  if (options_.sync_mode != SyncMode::kStream && options_.topics.size() != 1) {
+    return InvalidArgumentError(fmt::format(
+        "sync_mode {} reads exactly one topic, got {}; use sync_mode: stream for several",
+        ToString(options_.sync_mode), options_.topics.size()));
+  }
+  if (consumer_ == nullptr) BIZON_RETURN_IF_ERROR(CreateConsumer());
+  std::string shown;
+  for (const auto& [key, value] : options_.client_settings) {
+    if (IsSecretSetting(key)) continue;
+    shown += fmt::format("{}{}={}", shown.empty() ? "" : ", ", key, value);
+  }
+  spdlog::info("Kafka consumer config: {}", shown);
+  BIZON_ASSIGN_OR_RETURN(auto counts, FetchPartitionCounts());
+  (void)counts;
+  return Status::Ok();
+}
+
+std::optional<int64_t> KafkaSource::TotalRecordsCount() {
+  if (consumer_ == nullptr && !CreateConsumer().ok()) return std::nullopt;
+  auto counts = FetchPartitionCounts();
+  if (!counts) return std::nullopt;
+  int64_t total = 0;
+  for (const TopicRoute& topic : options_.topics) {
+    for (int partition = 0; partition < (*counts)[topic.name]; ++partition) {
+      int64_t low = 0;
+      int64_t high = 0;
+      if (rd_kafka_query_watermark_offsets(consumer_, topic.name.c_str(), partition, &low, &high,
+                                           static_cast<int>(options_.consumer_timeout_s * 1000)) !=
+          RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return std::nullopt;
+      }
+      total += high;  // As the original: the high watermark, not high - low.
+    }
+  }
+  return total;
+}
+
+Result<SourceIteration> KafkaSource::Get(const Value& pagination) {
+  if (consumer_ == nullptr) BIZON_RETURN_IF_ERROR(CreateConsumer());
+  BIZON_RETURN_IF_ERROR(CheckFatalError());
+  if (options_.sync_mode == SyncMode::kStream) return GetStream(pagination);
+  return GetBounded(pagination);
+}
+
+Status KafkaSource::HandleMessageError(const rd_kafka_message_t& message) {
+  std::string topic = message.rkt != nullptr ? rd_kafka_topic_name(message.rkt) : "";
+  if (IsTransient(message.err)) {
+    spdlog::warn("Kafka consumer: {} (topic {} partition {}); retrying",
+                 rd_kafka_message_errstr(&message), topic, message.partition);
+    return Status::Ok();
+  }
+  if (message.err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+      message.err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT) {
+    spdlog::error(
+        "Kafka message too large on topic {} partition {} offset {}: raise fetch.max.bytes / "
+        "max.partition.fetch.bytes in consumer_config",
+        topic, message.partition, message.offset);
+  }
+  return UnavailableError(fmt::format("Kafka consumer error on topic {} partition {}: {}", topic,
+                                      message.partition, rd_kafka_message_errstr(&message)));
+}
+
+Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& records) {
+  std::string_view topic = rd_kafka_topic_name(message.rkt);
+  if ((message.payload == nullptr || message.len == 0) && options_.skip_message_empty_value) {
+    return Status::Ok();
+  }
+  RecordParts parts{.topic = topic, .offset = message.offset, .partition = message.partition};
+  rd_kafka_timestamp_type_t timestamp_type;
+  parts.timestamp_ms = rd_kafka_message_timestamp(&message, &timestamp_type);
+  if (parts.timestamp_ms < 0) parts.timestamp_ms = NowMicros() / 1000;
+
+  if (message.key != nullptr && message.key_len > 0) {
+    std::string_view key(static_cast<const char*>(message.key), message.key_len);
+    auto decoded = DecodeJsonKey(key);
+    if (!decoded) {
+      if (options_.skip_message_invalid_keys) return Status::Ok();
+      spdlog::error(
+          "Error while parsing message key: {} (topic {} partition {} offset {}), raw key: {}",
+          decoded.error().message(), topic, message.partition, message.offset,
+          Excerpt(message.key, message.key_len));
+      return decoded.error().WithContext(
+          fmt::format("topic {} partition {} offset {}", topic, message.partition, message.offset));
+    }
+    parts.keys_json = *decoded;
+  }
+
+  std::string_view value(static_cast<const char*>(message.payload), message.len);
+  Status decoded = Status::Ok();
+  std::optional<DecodedJson> json;
+  if (options_.avro) {
+    value_buffer_.clear();
+    auto header = ParseSchemaHeader(value);
+    if (!header) {
+      decoded = header.error();
+    } else if (auto schema = registry_->Get(header->schema_id); !schema) {
+      decoded = schema.error();
+    } else {
+      decoded = (*schema)->decoder.Decode(value.substr(header->length), value_buffer_);
+      parts.value_json = value_buffer_;
+      parts.schema_json = (*schema)->record_json;
+    }
+  } else if (auto parsed = DecodeJsonValue(value); !parsed) {
+    decoded = parsed.error();
+  } else {
+    json = std::move(*parsed);
+    if (json->replaced_invalid_utf8) {
+      spdlog::warn(
+          "Message value on topic {} partition {} offset {} is not valid UTF-8: invalid "
+          "bytes were replaced by U+FFFD",
+          topic, message.partition, message.offset);
+    }
+    parts.value_json = json->json();
+  }
+  if (!decoded.ok()) {
+    std::string header_names;
+    ForEachHeader(message, [&](const char* name, const void*, size_t) {
+      header_names += fmt::format("{}{}", header_names.empty() ? "" : ", ", name);
+    });
+    spdlog::error(
+        "Error while decoding message value on topic {} partition {} offset {} ({} bytes, "
+        "headers [{}]): {}",
+        topic, message.partition, message.offset, message.len, header_names, decoded.message());
+    if (options_.skip_message_on_decode_error) return Status::Ok();
+    return decoded.WithContext(
+        fmt::format("cannot decode the value of topic {} partition {} "
+                    "offset {}",
+                    topic, message.partition, message.offset));
+  }
+
+  ForEachHeader(message, [&](const char* name, const void* header_value, size_t size) {
+    parts.headers.emplace_back(name, header_value == nullptr
+                                         ? std::nullopt
+                                         : std::optional<std::string_view>(std::string_view(
+                                               static_cast<const char*>(header_value), size)));
+  });
+  record_buffer_.clear();
+  AppendRecordJson(record_buffer_, parts);
+  auto route = topic_map_.find(topic);
+  char id[64];
+  auto written =
+      fmt::format_to_n(id, sizeof(id), "partition_{}_offset_{}", message.partition, message.offset);
+  records.Add(std::string_view(id, written.size), record_buffer_, parts.timestamp_ms * 1000,
+              route != topic_map_.end() ? std::string_view(route->second) : std::string_view());
+  return Status::Ok();
+}
+
+// --- stream mode -------------------------------------------------------------------------------
+
+void KafkaSource::Rebalance(int error, rd_kafka_topic_partition_list_t* partitions) {
+  bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(consumer_), "COOPERATIVE") == 0;
+  if (error == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    std::string shown;
+    for (int i = 0; i < partitions->cnt; ++i) {
+      rd_kafka_topic_partition_t& partition = partitions->elems[i];
+      TopicPartition key{partition.topic, partition.partition};
+      // The backend's record of progress wins over the group's committed offsets.
+      if (auto known = positions_.find(key); known != positions_.end()) {
+        partition.offset = known->second;
+      }
+      assigned_.insert(key);
+      at_end_.erase(key);
+      shown += fmt::format("{}{}[{}]@{}", shown.empty() ? "" : ", ", partition.topic,
+                           partition.partition,
+                           partition.offset >= 0 ? std::to_string(partition.offset) : "committed");
+    }
+    spdlog::info("Kafka partitions assigned: {}", shown);
+    rd_kafka_error_t* assign_error = nullptr;
+    if (cooperative) {
+      assign_error = rd_kafka_incremental_assign(consumer_, partitions);
+    } else if (rd_kafka_resp_err_t assigned = rd_kafka_assign(consumer_, partitions); assigned) {
+      spdlog::error("Kafka assignment failed: {}", rd_kafka_err2str(assigned));
+    }
+    if (assign_error != nullptr) {
+      spdlog::error("Kafka assignment failed: {}", rd_kafka_error_string(assign_error));
+      rd_kafka_error_destroy(assign_error);
+    }
+    return;
+  }
+  for (int i = 0; i < partitions->cnt; ++i) {
+    TopicPartition key{partitions->elems[i].topic, partitions->elems[i].partition};
+    assigned_.erase(key);
+    at_end_.erase(key);
+  }
+  spdlog::info("Kafka partitions revoked: {} ({})", partitions->cnt,
+               rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(error)));
+  if (cooperative) {
+    if (rd_kafka_error_t* unassign_error = rd_kafka_incremental_unassign(consumer_, partitions)) {
+      rd_kafka_error_destroy(unassign_error);
+    }
+  } else {
+    rd_kafka_assign(consumer_, nullptr);
+  }
+}
+
+Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
+  if (!started_) {
+    started_ = true;
+    // Resume: the pagination is the cursor of the last durable write.
+    if (pagination.is_map()) {
+      for (const auto& [topic, partitions] : pagination.AsMap()) {
+        if (!partitions.is_map()) continue;
+        for (const auto& [partition, offset] : partitions.AsMap()) {
+          if (!offset.is_integer()) continue;
+          positions_[{topic, static_cast<int32_t>(std::strtol(partition.c_str(), nullptr, 10))}] =
+              offset.AsInteger();
+        }
+      }
+    }
+    committed_.clear();
+  }
+  if (!subscribed_) {
+    rd_kafka_topic_partition_list_t* topics =
+        rd_kafka_topic_partition_list_new(static_cast<int>(options_.topics.size()));
+    for (const TopicRoute& topic : options_.topics) {
+      rd_kafka_topic_partition_list_add(topics, topic.name.c_str(), RD_KAFKA_PARTITION_UA);
+    }
+    rd_kafka_resp_err_t error = rd_kafka_subscribe(consumer_, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return Fail(UnavailableError(
+          fmt::format("cannot subscribe to the Kafka topics: {}", rd_kafka_err2str(error))));
+    }
+    subscribed_ = true;
+  }
+
+  SourceIteration iteration;
+  auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
+  int64_t consumed = 0;
+  while (consumed < options_.batch_size) {
+    MessagePtr message = PollUntil(consumer_, deadline);
+    if (message == nullptr) break;
+    if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      at_end_.insert({rd_kafka_topic_name(message->rkt), message->partition});
+      // Caught up everywhere: hand over what we have rather than wait for the timeout.
+      if (consumed > 0 && at_end_.size() >= assigned_.size()) break;
+      continue;
+    }
+    if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      BIZON_RETURN_IF_ERROR(HandleMessageError(*message));
+      continue;
+    }
+    TopicPartition key{rd_kafka_topic_name(message->rkt), message->partition};
+    BIZON_RETURN_IF_ERROR(AddMessage(*message, iteration.records));
+    positions_[key] = message->offset + 1;
+    at_end_.erase(key);
+    ++consumed;
+  }
+  BIZON_RETURN_IF_ERROR(CheckFatalError());
+
+  // Every configured topic is a key, so the pagination is never empty: a stream does not end.
+  Value::Map by_topic;
+  for (const TopicRoute& topic : options_.topics)
+    by_topic.emplace_back(topic.name, Value::EmptyMap());
+  for (const auto& [key, next] : positions_) {
+    Value* partitions = nullptr;
+    for (auto& [name, value] : by_topic) {
+      if (name == key.first) partitions = &value;
+    }
+    if (partitions == nullptr) {
+      by_topic.emplace_back(key.first, Value::EmptyMap());
+      partitions = &by_topic.back().second;
+    }
+    partitions->Set(std::to_string(key.second), Value(next));
+  }
+  iteration.next_pagination = Value(std::move(by_topic));
+  return iteration;
+}
+
+Status KafkaSource::Commit() {
+  if (options_.sync_mode != SyncMode::kStream || consumer_ == nullptr) return Status::Ok();
+  rd_kafka_topic_partition_list_t* offsets =
+      rd_kafka_topic_partition_list_new(static_cast<int>(positions_.size()));
+  std::map<TopicPartition, int64_t> sending;
+  for (const auto& [key, next] : positions_) {
+    if (!assigned_.contains(key)) continue;  // Another member owns it now.
+    auto previous = committed_.find(key);
+    if (previous != committed_.end() && previous->second == next) continue;
+    rd_kafka_topic_partition_list_add(offsets, key.first.c_str(), key.second)->offset = next;
+    sending[key] = next;
+  }
+  if (offsets->cnt == 0) {
+    rd_kafka_topic_partition_list_destroy(offsets);
+    return Status::Ok();
+  }
+  rd_kafka_resp_err_t error = rd_kafka_commit(consumer_, offsets, /*async=*/0);
+  rd_kafka_topic_partition_list_destroy(offsets);
+  if (error == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (const auto& [key, next] : sending) committed_[key] = next;
+    return Status::Ok();
+  }
+  if (error == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+      error == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
+    // The group moved on without us: rejoin with a new consumer. The next assignment starts
+    // from our positions, which the backend already holds.
+    spdlog::warn("Kafka commit failed ({}): the consumer left the group; recreating it",
+                 rd_kafka_err2name(error));
+    DestroyConsumer();
+    return CreateConsumer();
+  }
+  // Ignored on purpose: the backend cursor is already stored and is what a resume reads; the
+  // group's offsets only lag behind until the next successful commit.
+  spdlog::warn("Kafka commit failed ({}): Gracefully exiting without committing offsets",
+               rd_kafka_err2str(error));
+  return Status::Ok();
+}
+
+// --- bounded mode (full_refresh) ---------------------------------------------------------------
+
+Status KafkaSource::StartBounded(const Value& pagination) {
+  const std::string& topic = options_.topics.front().name;
+  bounded_.clear();
+  if (const Value* partitions = pagination.Find("partitions");
+      partitions != nullptr && partitions->is_map()) {
+    for (const auto& [index, state] : partitions->AsMap()) {
+      bounded_[static_cast<int32_t>(std::strtol(index.c_str(), nullptr, 10))] = {
+          .first = state.GetInteger("first"),
+          .last = state.GetInteger("last"),
+          .to_fetch = state.GetInteger("to_fetch")};
+    }
+  } else {
+    BIZON_ASSIGN_OR_RETURN(auto counts, FetchPartitionCounts());
+    for (int partition = 0; partition < counts[topic]; ++partition) {
+      int64_t low = 0;
+      int64_t high = 0;
+      rd_kafka_resp_err_t error =
+          rd_kafka_query_watermark_offsets(consumer_, topic.c_str(), partition, &low, &high,
+                                           static_cast<int>(options_.consumer_timeout_s * 1000));
+      if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return UnavailableError(fmt::format("cannot read the watermarks of {} partition {}: {}",
+                                            topic, partition, rd_kafka_err2str(error)));
+      }
+      bounded_[partition] = {.first = low, .last = high, .to_fetch = low};
+    }
+  }
+  rd_kafka_topic_partition_list_t* assignment =
+      rd_kafka_topic_partition_list_new(static_cast<int>(bounded_.size()));
+  for (const auto& [partition, state] : bounded_) {
+    if (state.done()) continue;
+    rd_kafka_topic_partition_list_add(assignment, topic.c_str(), partition)->offset =
+        state.to_fetch;
+  }
+  rd_kafka_resp_err_t error = rd_kafka_assign(consumer_, assignment);
+  rd_kafka_topic_partition_list_destroy(assignment);
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return UnavailableError(
+        fmt::format("cannot assign the partitions of {}: {}", topic, rd_kafka_err2str(error)));
+  }
+  started_ = true;
+  return Status::Ok();
+}
+
+Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
+  if (!started_) BIZON_RETURN_IF_ERROR(StartBounded(pagination));
+  const std::string& topic = options_.topics.front().name;
+  auto all_done = [&] {
+    for (const auto& [partition, state] : bounded_) {
+      if (!state.done()) return false;
+    }
+    return true;
+  };
+  auto finish = [&](int32_t partition) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), partition);
+    rd_kafka_pause_partitions(consumer_, list);  // Ignore what arrived after the start.
+    rd_kafka_topic_partition_list_destroy(list);
+  };
+
+  SourceIteration iteration;
+  auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
+  int64_t consumed = 0;
+  bool progressed = false;
+  while (consumed < options_.batch_size && !all_done()) {
+    MessagePtr message = PollUntil(consumer_, deadline);
+    if (message == nullptr) break;
+    auto state = bounded_.find(message->partition);
+    if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      if (state != bounded_.end() && !state->second.done()) {
+        // Offsets up to the end that never arrive as messages (transaction markers) count too.
+        state->second.to_fetch = std::max(state->second.to_fetch, message->offset);
+        if (state->second.done()) {
+          progressed = true;
+          finish(message->partition);
+        }
+      }
+      continue;
+    }
+    if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      BIZON_RETURN_IF_ERROR(HandleMessageError(*message));
+      continue;
+    }
+    if (state == bounded_.end() || state->second.done() || message->offset >= state->second.last) {
+      continue;
+    }
+    BIZON_RETURN_IF_ERROR(AddMessage(*message, iteration.records));
+    state->second.to_fetch = message->offset + 1;
+    progressed = true;
+    ++consumed;
+    if (state->second.done()) finish(state->first);
+  }
+  BIZON_RETURN_IF_ERROR(CheckFatalError());
+  if (all_done()) {
+    iteration.next_pagination = Value::EmptyMap();
+    return iteration;
+  }
+  if (!progressed) {
+    std::string pending;
+    for (const auto& [partition, state] : bounded_) {
+      if (!state.done()) {
+        pending += fmt::format("{}{} at {} of {}", pending.empty() ? "" : ", ", partition,
+                               state.to_fetch, state.last);
+      }
+    }
+    return Fail(UnavailableError(fmt::format(
+        "no message from topic {} within consumer_timeout ({} s); partitions still to read: {}",
+        topic, options_.consumer_timeout_s, pending)));
+  }
+  Value::Map partitions;
+  for (const auto& [partition, state] : bounded_) {
+    partitions.emplace_back(std::to_string(partition),
+                            Value(Value::Map{{"first", Value(state.first)},
+                                             {"last", Value(state.last)},
+                                             {"to_fetch", Value(state.to_fetch)}}));
+  }
+  iteration.next_pagination =
+      Value(Value::Map{{"name", Value(topic)}, {"partitions", Value(std::move(partitions))}});
+  return iteration;
+}
+
+}  // namespace kafka
+
 Status RegisterKafkaSource(ConnectorRegistry& registry) {
   return registry.AddSource({
       .name = "kafka",
-      .description = "Kafka or Redpanda topics, Avro through an Apicurio schema registry or JSON; "
-                     "runs continuously with sync_mode stream.",
+      .description = "Kafka or Redpanda topics, Avro through an Apicurio or Confluent schema "
+                     "registry, or JSON; runs continuously with sync_mode stream.",
       .streams = {{"topic", false, "Messages of the configured topics."}},
       .config =
           {
-              .fields = KafkaFields(),
+              .fields = kafka::KafkaSourceFields(),
               .unknown_keys = UnknownKeys::kWarn,
           },
-      .factory = nullptr,
+      .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        BIZON_ASSIGN_OR_RETURN(kafka::KafkaSourceOptions options, kafka::ReadKafkaOptions(context));
+        return std::make_unique<kafka::KafkaSource>(std::move(options));
+      },
   });
 }
 

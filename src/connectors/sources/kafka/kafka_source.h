@@ -1,0 +1,135 @@
+// KafkaSource: a librdkafka consumer turning messages into bizon records.
+//
+// Two ways of reading, chosen by sync_mode:
+//
+// * stream: subscribes to every configured topic once (consumer group `group_id`) and returns up
+//   to batch_size messages per Get(). Its pagination is the next offset of every partition read
+//   so far, {"<topic>": {"<partition>": next_offset}}: the stream runner stores it in the
+//   destination cursor after the durable write, so the backend, not Kafka, is the record of
+//   progress. On (re)assignment, partitions the pagination knows are started there; the others
+//   from the group's committed offsets. Commit() commits the same offsets to the group,
+//   synchronously, once the cursor is stored.
+// * full_refresh: one topic, read partition by partition from the low watermark up to the high
+//   watermark taken on the first Get(); every partition advances on its own and the read ends
+//   when all of them reached their high watermark. No group membership, no commits.
+//
+// Lifecycle: constructed by the factory (no network), CheckConnection() creates the consumer,
+// Get()/Commit() run on one thread. librdkafka callbacks (rebalance, errors) are served inside
+// Get()'s polls, on the same thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bizon/registry.h"
+#include "bizon/source.h"
+#include "connectors/sources/kafka/schema_registry.h"
+
+struct rd_kafka_s;
+struct rd_kafka_message_s;
+struct rd_kafka_topic_partition_list_s;
+
+namespace bizon::kafka {
+
+struct TopicRoute {
+  std::string name;
+  std::string destination_id;
+};
+
+struct KafkaSourceOptions {
+  SyncMode sync_mode = SyncMode::kStream;
+  std::vector<TopicRoute> topics;
+  std::string bootstrap_servers;
+  std::string group_id = "bizon";
+  bool skip_message_empty_value = true;
+  bool skip_message_invalid_keys = false;
+  bool skip_message_on_decode_error = false;
+  int64_t batch_size = 100;
+  int64_t consumer_timeout_s = 10;
+  bool avro = true;
+  /// The librdkafka settings, in order, with the derived ones (bootstrap.servers, group.id,
+  /// SASL, group.instance.id) already applied.
+  std::vector<std::pair<std::string, std::string>> client_settings;
+  SchemaRegistryOptions registry;
+};
+
+/// Reads the validated `source:` block into options (HOSTNAME gives the static member id).
+Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context);
+
+/// The declared options of the kafka source (its config spec).
+std::vector<FieldSpec> KafkaSourceFields();
+
+class KafkaSource final : public Source {
+ public:
+  explicit KafkaSource(KafkaSourceOptions options);
+  ~KafkaSource() override;
+  KafkaSource(const KafkaSource&) = delete;
+  KafkaSource& operator=(const KafkaSource&) = delete;
+
+  Status CheckConnection() override;
+  std::optional<int64_t> TotalRecordsCount() override;
+  Result<SourceIteration> Get(const Value& pagination) override;
+  Status Commit() override;
+
+  /// Called by librdkafka's callbacks, inside Get()'s polls.
+  void Rebalance(int error, rd_kafka_topic_partition_list_s* partitions);
+  void ClientError(int error, const char* reason);
+
+ private:
+  using TopicPartition = std::pair<std::string, int32_t>;
+  struct BoundedPartition {
+    int64_t first = 0;
+    int64_t last = 0;  // High watermark at start: the read ends here.
+    int64_t to_fetch = 0;
+    bool done() const { return to_fetch >= last; }
+  };
+
+  Status CreateConsumer();
+  void DestroyConsumer();
+  Status CheckFatalError();
+  /// Partition counts of every configured topic (metadata request); fails on a missing topic.
+  Result<std::map<std::string, int>> FetchPartitionCounts();
+
+  Result<SourceIteration> GetStream(const Value& pagination);
+  Result<SourceIteration> GetBounded(const Value& pagination);
+  Status StartBounded(const Value& pagination);
+  /// Turns one message into a record (or skips it, per the skip flags).
+  Status AddMessage(const rd_kafka_message_s& message, RecordBatch& records);
+  /// A message carrying an error: fails unless it is transient (reported, then retried by
+  /// librdkafka itself).
+  Status HandleMessageError(const rd_kafka_message_s& message);
+
+  KafkaSourceOptions options_;
+  std::map<std::string, std::string, std::less<>> topic_map_;
+  std::unique_ptr<SchemaRegistry> registry_;
+  rd_kafka_s* consumer_ = nullptr;
+
+  std::mutex fatal_mutex_;
+  std::string fatal_error_;
+
+  // Stream mode.
+  bool subscribed_ = false;
+  bool started_ = false;
+  /// Next offset of every partition read so far (and of those the resume pagination named).
+  std::map<TopicPartition, int64_t> positions_;
+  /// What the last Commit() sent, to skip commits that would change nothing.
+  std::map<TopicPartition, int64_t> committed_;
+  std::set<TopicPartition> assigned_;
+  std::set<TopicPartition> at_end_;
+
+  // Bounded mode.
+  std::map<int32_t, BoundedPartition> bounded_;
+
+  // Reused buffers.
+  std::string value_buffer_;
+  std::string record_buffer_;
+};
+
+}  // namespace bizon::kafka

@@ -1,0 +1,152 @@
+// The declared options of the kafka source: validation, defaults, help and the reference docs
+// all come from this list.
+#include <vector>
+
+#include "bizon/config_spec.h"
+#include "bizon/value.h"
+#include "connectors/sources/kafka/kafka_source.h"
+
+namespace bizon::kafka {
+namespace {
+
+/// SASL PLAIN credentials, plus the schema registry settings, which sit beside `params` rather
+/// than inside it.
+FieldSpec KafkaAuthenticationField() {
+  FieldSpec authentication = AuthenticationField({"basic"}, /*required=*/false);
+  authentication.description =
+      "SASL PLAIN credentials of the brokers (params) and access to the schema registry.";
+  // `type` may be left out: basic is the only kind.
+  authentication.default_variant = "basic";
+  const std::vector<FieldSpec> schema_registry = {
+      {.name = "schema_registry_type",
+       .type = FieldType::kEnum,
+       .description = "Kind of schema registry serving the Avro writer schemas: apicurio "
+                      "(GET <url>/apis/registry/v2/ids/globalIds/<id>) or confluent (GET "
+                      "<url>/schemas/ids/<id>; an extension over the original).",
+       .nullable = false,
+       .default_value = "apicurio",
+       .enum_values = {"apicurio", "confluent"}},
+      {.name = "schema_registry_url",
+       .type = FieldType::kString,
+       .description = "Base URL of the schema registry.",
+       .nullable = false,
+       .default_value = "",
+       .example = "https://registry.example.com"},
+      {.name = "schema_registry_username",
+       .type = FieldType::kString,
+       .description = "User name for HTTP basic authentication to the registry.",
+       .nullable = false,
+       .default_value = ""},
+      {.name = "schema_registry_password",
+       .type = FieldType::kString,
+       .description = "Password for HTTP basic authentication to the registry.",
+       .nullable = false,
+       .default_value = "",
+       .secret = true},
+  };
+  std::vector<FieldSpec>* target = &authentication.fields;
+  for (VariantSpec& variant : authentication.variants) {
+    if (variant.tag != "basic") continue;
+    target = &variant.fields;
+    for (FieldSpec& field : variant.fields) {
+      if (field.name != authentication.discriminator) continue;
+      field.required = false;
+      field.default_value = "basic";
+    }
+  }
+  target->insert(target->end(), schema_registry.begin(), schema_registry.end());
+  return authentication;
+}
+
+Value DefaultConsumerConfig() {
+  return Value(Value::Map{
+      {"auto.offset.reset", "earliest"},
+      {"enable.auto.commit", false},
+      {"session.timeout.ms", 45000},
+      {"max.poll.interval.ms", 600000},
+      {"security.protocol", "SASL_SSL"},
+  });
+}
+
+}  // namespace
+
+std::vector<FieldSpec> KafkaSourceFields() {
+  return {
+      {.name = "topics",
+       .type = FieldType::kList,
+       .description = "Topics to read and the destination id of each; may be "
+                      "left out when a streams block names the topics.",
+       .default_value = Value::EmptyList(),
+       .items = {FieldSpec{.name = "topic",
+                           .type = FieldType::kObject,
+                           .description = "One topic and where its records go.",
+                           .fields =
+                               {
+                                   {.name = "name",
+                                    .type = FieldType::kString,
+                                    .description = "Topic name.",
+                                    .required = true,
+                                    .nullable = false},
+                                   {.name = "destination_id",
+                                    .type = FieldType::kString,
+                                    .description = "Destination table or file the topic's "
+                                                   "records are routed to.",
+                                    .required = true,
+                                    .nullable = false},
+                               },
+                           .unknown_keys = UnknownKeys::kWarn}}},
+      {.name = "bootstrap_servers",
+       .type = FieldType::kString,
+       .description = "Comma-separated host:port list of the brokers.",
+       .required = true,
+       .nullable = false,
+       .example = "broker-1:9092,broker-2:9092"},
+      {.name = "group_id",
+       .type = FieldType::kString,
+       .description = "Consumer group the offsets belong to.",
+       .nullable = false,
+       .default_value = "bizon"},
+      {.name = "skip_message_empty_value",
+       .type = FieldType::kBoolean,
+       .description = "Drop messages without a value (tombstones).",
+       .nullable = false,
+       .default_value = true},
+      {.name = "skip_message_invalid_keys",
+       .type = FieldType::kBoolean,
+       .description = "Drop messages whose key is not JSON, instead of failing.",
+       .nullable = false,
+       .default_value = false},
+      {.name = "skip_message_on_decode_error",
+       .type = FieldType::kBoolean,
+       .description = "Drop messages whose value cannot be decoded, instead of failing.",
+       .nullable = false,
+       .default_value = false},
+      {.name = "batch_size",
+       .type = FieldType::kInteger,
+       .description = "Most messages taken by one consume call (one iteration).",
+       .nullable = false,
+       .default_value = 100,
+       .minimum = 1},
+      {.name = "consumer_timeout",
+       .type = FieldType::kInteger,
+       .description = "Seconds one consume call, or a metadata request, may wait.",
+       .nullable = false,
+       .default_value = 10,
+       .minimum = 0},
+      {.name = "consumer_config",
+       .type = FieldType::kMap,
+       .description = "librdkafka consumer settings; a map given here replaces "
+                      "the defaults as a whole.",
+       .nullable = false,
+       .default_value = DefaultConsumerConfig()},
+      {.name = "message_encoding",
+       .type = FieldType::kEnum,
+       .description = "How message values are encoded: Avro with a registry header, or UTF-8 JSON.",
+       .nullable = false,
+       .default_value = "avro",
+       .enum_values = {"avro", "utf-8"}},
+      KafkaAuthenticationField(),
+  };
+}
+
+}  // namespace bizon::kafka
