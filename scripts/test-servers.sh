@@ -35,6 +35,23 @@ port_is_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# Stops server $1's process $2: SIGTERM (a clean shutdown), then SIGKILL if it is still there
+# after 30 s. Returns once the process is gone.
+terminate() {
+  local name=$1 pid=$2 waited=0
+  log "$name: stopping (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null && ((waited < 300)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name: no clean shutdown after 30 s, killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+}
+
 # The first free port at or after $1.
 free_port_from() {
   local port=$1
@@ -375,21 +392,9 @@ kafka_start() {
 }
 
 kafka_stop() {
-  local pid waited=0
-  pid="$(kafka_pid)"
   if kafka_running; then
-    log "kafka: stopping (pid $pid)"
-    kill -TERM "$pid"
-    # A clean shutdown takes a few seconds (it flushes and closes the logs); past 30 s, kill.
-    while kill -0 "$pid" 2>/dev/null && ((waited < 300)); do
-      sleep 0.1
-      waited=$((waited + 1))
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "kafka: no clean shutdown after 30 s, killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
+    # A clean shutdown takes a second or two (it flushes and closes the logs).
+    terminate kafka "$(kafka_pid)"
   fi
   rm -f "$kafka_dir/kafka.pid"
 }
@@ -550,20 +555,8 @@ rabbitmq_start() {
 
 # Stops the node (SIGTERM: a clean shutdown, as `rabbitmqctl stop` does, without a CLI VM).
 rabbitmq_stop_node() {
-  local pid waited=0
-  pid="$(rabbitmq_pid)"
   if rabbitmq_running; then
-    log "rabbitmq: stopping (pid $pid)"
-    kill -TERM "$pid"
-    while kill -0 "$pid" 2>/dev/null && ((waited < 300)); do
-      sleep 0.1
-      waited=$((waited + 1))
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "rabbitmq: no clean shutdown after 30 s, killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
+    terminate rabbitmq "$(rabbitmq_pid)"
   fi
   rm -f "$rabbitmq_dir/node.pid" "$rabbitmq_dir/rabbitmq.pid"
 }
