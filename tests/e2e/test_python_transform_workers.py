@@ -13,7 +13,7 @@ import json
 import pytest
 import yaml
 
-from test_python_support import needs_transforms
+from test_python_support import DATA, needs_custom_source, needs_transforms
 
 COUNT = 6000
 PAGE = 250  # 24 batches: every worker gets several.
@@ -112,3 +112,25 @@ def test_a_transform_that_never_returns_fails_after_python_timeout(bizon, runner
     assert result.returncode != 0
     assert "'spin'" in result.stderr and "no result after 1 s" in result.stderr
     assert read_outcome(bizon)["failure_class"] == "transform"
+
+
+@needs_custom_source
+@pytest.mark.parametrize("stream, expected", [
+    ("hangs", "no result after 1 s"),
+    ("wrong_type", "SourceIteration"),
+])
+def test_a_misbehaving_custom_source_fails_the_run_with_a_clear_error(bizon, stream, expected):
+    config = {
+        "name": f"misbehaving-{stream}",
+        "source": {"name": "misbehaving", "stream": stream,
+                   "source_file_path": str(DATA / "misbehaving_source.py")},
+        "destination": {"name": "file", "config": {"destination_id": "out"}},
+        "engine": {"runner": {"type": "thread", "config": {"python_timeout": 1}}},
+    }
+    path = bizon.write("config.yml", yaml.safe_dump(config, sort_keys=False))
+    result = bizon.run("run", path, "--result-json", "result.json", timeout=120)
+
+    assert result.returncode != 0
+    assert expected in result.stderr
+    assert read_outcome(bizon)["failure_class"] == "source"
+    assert not (bizon.cwd / "out.json").exists() or bizon.read_ndjson("out.json") == []
