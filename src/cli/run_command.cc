@@ -11,6 +11,7 @@
 #include "config/pipeline_config.h"
 #include "config/references.h"
 #include "engine/pipeline.h"
+#include "engine/roles.h"
 
 namespace bizon {
 namespace {
@@ -22,6 +23,8 @@ struct RunArgs {
   std::string log_level;
   std::string env_file;
   std::string result_json;
+  std::string role = "all";
+  double job_wait_s = 300;
   bool reset = false;
 };
 
@@ -65,7 +68,9 @@ void RunCommand(const RunArgs& args, CliContext& context) {
   PrintWarnings(*loaded);
   ConfigureLogging(loaded->config.FindPath("engine.runner.log_level")->AsString()).IgnoreError();
 
-  RunOptions run_options{.executable = context.executable};
+  RunOptions run_options{.executable = context.executable,
+                         .role = ParseRunRole(args.role).value_or(RunRole::kAll),
+                         .job_wait_s = args.job_wait_s};
   RunOutcome result = RunPipeline(*loaded, context.registry, run_options);
   result.started_at_us = outcome.started_at_us;
   result.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;
@@ -101,6 +106,14 @@ void AddRunCommand(CLI::App& app, CliContext& context) {
   run->add_option("--env-file", args->env_file, "Load variables from this .env file.")
       ->check(CLI::ExistingFile);
   run->add_option("--result-json", args->result_json, "Write the run's outcome as JSON here.");
+  run->add_option("--role", args->role,
+                  "all | producer | consumer: run both sides (default), or one side, the other "
+                  "running elsewhere through a kafka or rabbitmq queue.")
+      ->check(CLI::IsMember({"all", "producer", "consumer"}));
+  run->add_option("--wait-for-job", args->job_wait_s,
+                  "Producer role: seconds to wait for the consumer to open the job (default "
+                  "300).")
+      ->check(CLI::NonNegativeNumber);
   run->add_flag("--reset", args->reset,
                 "Re-fetch the whole stream and replace the destination table (incremental).");
   run->callback([args, &context] { RunCommand(*args, context); });

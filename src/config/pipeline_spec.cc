@@ -289,6 +289,28 @@ FieldSpec QueueField() {
                        .description = "Seconds between polls (kept for compatibility).",
                        .default_value = Value(1)}}},
       }};
+  // Shared by the network queues.
+  FieldSpec unused_message_count = {
+      .name = "max_nb_messages",
+      .type = FieldType::kInteger,
+      .description = "Kept for compatibility (unused: max_bytes bounds the queue).",
+      .default_value = Value(1000000)};
+  FieldSpec unconsumed_bytes = {
+      .name = "max_bytes",
+      .type = FieldType::kInteger,
+      .description =
+          "The producer pauses while this many bytes are published but not yet "
+          "written by the consumer (at least twice the destination buffer).",
+      .default_value = Value(268435456),
+      .minimum = 1};
+  auto byte_limit = [](std::string name, std::string description, int64_t default_value,
+                       int64_t minimum) {
+    return FieldSpec{.name = std::move(name),
+                     .type = FieldType::kInteger,
+                     .description = std::move(description),
+                     .default_value = Value(default_value),
+                     .minimum = static_cast<double>(minimum)};
+  };
   FieldSpec kafka_config = {
       .name = "config",
       .type = FieldType::kObject,
@@ -304,24 +326,37 @@ FieldSpec QueueField() {
                        .required = true},
                       {.name = "topic",
                        .type = FieldType::kString,
-                       .description = "Topic carrying the batches.",
-                       .default_value = Value("bizon")}}},
+                       .description = "Topic carrying the batches; one topic per pipeline stream.",
+                       .default_value = Value("bizon")},
+                      byte_limit("max_message_bytes",
+                                 "Largest Kafka message bizon sends; bigger iterations are cut "
+                                 "into several. A topic bizon creates allows this size.",
+                                 1000000, 1024)}},
           {.name = "consumer",
            .type = FieldType::kObject,
            .default_value = Value::EmptyMap(),
-           .fields =
-               {{.name = "group_id", .type = FieldType::kString, .default_value = Value("bizon")},
-                {.name = "auto_offset_reset",
-                 .type = FieldType::kString,
-                 .default_value = Value("earliest")},
-                {.name = "enable_auto_commit",
-                 .type = FieldType::kBoolean,
-                 .default_value = Value(true)},
-                {.name = "consumer_timeout_ms",
-                 .type = FieldType::kInteger,
-                 .default_value = Value(1000)}}},
-          {.name = "max_nb_messages", .type = FieldType::kInteger, .default_value = Value(1000000)},
-      }};
+           .fields = {{.name = "group_id",
+                       .type = FieldType::kString,
+                       .description = "Consumer group whose offsets record what was written.",
+                       .default_value = Value("bizon")},
+                      {.name = "auto_offset_reset",
+                       .type = FieldType::kString,
+                       .description = "Where a group without committed offsets starts.",
+                       .default_value = Value("earliest")},
+                      {.name = "enable_auto_commit",
+                       .type = FieldType::kBoolean,
+                       .description = "Kept for compatibility: offsets are always committed after "
+                                      "the destination wrote the records.",
+                       .default_value = Value(true)},
+                      {.name = "consumer_timeout_ms",
+                       .type = FieldType::kInteger,
+                       .description = "Kept for compatibility (unused).",
+                       .default_value = Value(1000)},
+                      byte_limit("prefetch_bytes",
+                                 "Bytes the consumer may fetch ahead of the destination.", 67108864,
+                                 1048576)}},
+          unused_message_count,
+          unconsumed_bytes}};
   FieldSpec rabbitmq_config = {
       .name = "config",
       .type = FieldType::kObject,
@@ -332,17 +367,50 @@ FieldSpec QueueField() {
            .type = FieldType::kObject,
            .required = true,
            .fields =
-               {{.name = "host", .type = FieldType::kString, .required = true},
+               {{.name = "host",
+                 .type = FieldType::kString,
+                 .description = "Broker host.",
+                 .required = true},
                 {.name = "port", .type = FieldType::kInteger, .default_value = Value(5672)},
-                {.name = "queue_name", .type = FieldType::kString, .required = true},
-                {.name = "exchange", .type = FieldType::kString, .default_value = Value("")}}},
+                {.name = "queue_name",
+                 .type = FieldType::kString,
+                 .description = "Durable queue carrying the batches; one per pipeline stream.",
+                 .required = true},
+                {.name = "exchange",
+                 .type = FieldType::kString,
+                 .description = "Exchange to publish to (bound to the queue by its name); empty: "
+                                "the default exchange.",
+                 .default_value = Value("")},
+                {.name = "username", .type = FieldType::kString, .default_value = Value("guest")},
+                {.name = "password",
+                 .type = FieldType::kString,
+                 .default_value = Value("guest"),
+                 .secret = true},
+                {.name = "vhost", .type = FieldType::kString, .default_value = Value("/")},
+                byte_limit("max_message_bytes",
+                           "Largest message bizon publishes; bigger iterations are cut into "
+                           "several.",
+                           8388608, 1024)}},
           {.name = "consumer",
            .type = FieldType::kObject,
            .default_value = Value::EmptyMap(),
-           .fields =
-               {{.name = "poll_interval", .type = FieldType::kNumber, .default_value = Value(1)}}},
-          {.name = "max_nb_messages", .type = FieldType::kInteger, .default_value = Value(1000000)},
-      }};
+           .fields = {{.name = "poll_interval",
+                       .type = FieldType::kNumber,
+                       .description = "Kept for compatibility (unused).",
+                       .default_value = Value(1)},
+                      {.name = "prefetch_count",
+                       .type = FieldType::kInteger,
+                       .description = "basic.qos prefetch the consumer starts with; it grows "
+                                      "while the unacknowledged messages hold less than "
+                                      "prefetch_bytes.",
+                       .default_value = Value(64),
+                       .minimum = 1,
+                       .maximum = 65535},
+                      byte_limit("prefetch_bytes",
+                                 "Bytes of unacknowledged messages the consumer may hold.",
+                                 134217728, 1048576)}},
+          unused_message_count,
+          unconsumed_bytes}};
   auto variant = [](std::string tag, std::string description, FieldSpec config) {
     return VariantSpec{.tag = std::move(tag),
                        .description = std::move(description),

@@ -34,8 +34,69 @@ Status Backendify(Status status) {
 
 std::string CurrentOwner() { return fmt::format("{}@{}", getpid(), HostName()); }
 
+Status PlanStart(Backend& backend, const PipelineSettings& settings, JobPlan& plan) {
+  std::string label = settings.key.source_name + "." + settings.key.stream_name;
+  // Where to start: after the last committed destination cursor of a resumed job.
+  if (plan.resumed) {
+    auto cursor = backend.GetLastDestinationCursor(plan.job.id);
+    if (!cursor) return Backendify(cursor.error());
+    if (cursor->has_value()) {
+      const DestinationCursor& last = **cursor;
+      plan.start_iteration = last.to_source_iteration + 1;
+      if (!last.pagination) {
+        plan.source_exhausted = true;
+      } else {
+        auto pagination = Value::FromJson(*last.pagination);
+        if (!pagination) {
+          return Status(StatusCode::kDataLoss,
+                        fmt::format("job {}: the stored pagination of iteration {} is not "
+                                    "valid JSON",
+                                    plan.job.id, last.to_source_iteration),
+                        FailureClass::kBackend);
+        }
+        plan.start_pagination = std::move(*pagination);
+      }
+      if (last.destination_state) {
+        auto state = Value::FromJson(*last.destination_state);
+        if (state) plan.destination_state = std::move(*state);
+      }
+      auto rows = backend.GetWrittenRowCount(plan.job.id);
+      if (!rows) return Backendify(rows.error());
+      plan.rows_already_written = *rows;
+      spdlog::info("Resuming {} from iteration {} ({} rows already written)", label,
+                   plan.start_iteration, plan.rows_already_written);
+    }
+  }
+
+  // The incremental window.
+  if (settings.sync_mode == SyncMode::kIncremental) {
+    auto last = backend.GetLastSuccessfulStreamJob(settings.key);
+    if (!last) return Backendify(last.error());
+    if (plan.is_reset) {
+      plan.previous_state = "{}";
+    } else if (last->has_value()) {
+      IncrementalState window;
+      window.last_run_us = (*last)->created_at_us;
+      window.run_started_at_us = plan.job.created_at_us;
+      window.cursor_field = settings.source_config.GetString("cursor_field");
+      if ((*last)->incremental_state) {
+        plan.previous_state = (*last)->incremental_state;
+        auto state = Value::FromJson(*(*last)->incremental_state);
+        if (state) window.state = std::move(*state);
+      }
+      plan.window = std::move(window);
+    } else {
+      spdlog::info(
+          "First incremental run for {}: no previous successful job, fetching "
+          "everything",
+          label);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source,
-                        bool holds_run_lock) {
+                        bool holds_run_lock, bool resume_full_refresh) {
   const StreamKey& key = settings.key;
   std::string label = key.source_name + "." + key.stream_name;
   auto running_or = backend.GetRunningStreamJob(key);
@@ -83,7 +144,8 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
   JobPlan plan;
   plan.is_reset = is_reset;
   std::string owner = CurrentOwner();
-  if (running && (force_create || settings.sync_mode == SyncMode::kFullRefresh)) {
+  bool restart_full_refresh = settings.sync_mode == SyncMode::kFullRefresh && !resume_full_refresh;
+  if (running && (force_create || restart_full_refresh)) {
     spdlog::info("Cancelling job {} and starting a new one: {}", running->id,
                  settings.sync_mode == SyncMode::kFullRefresh ? "it is a full refresh"
                                                               : "a fresh start was requested");
@@ -124,62 +186,7 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
   BIZON_RETURN_IF_ERROR(
       Backendify(backend.UpdateStreamJobStatus(plan.job.id, JobStatus::kRunning, std::nullopt)));
 
-  // Where to start: after the last committed destination cursor of a resumed job.
-  if (plan.resumed) {
-    auto cursor = backend.GetLastDestinationCursor(plan.job.id);
-    if (!cursor) return Fail(Backendify(cursor.error()));
-    if (cursor->has_value()) {
-      const DestinationCursor& last = **cursor;
-      plan.start_iteration = last.to_source_iteration + 1;
-      if (!last.pagination) {
-        plan.source_exhausted = true;
-      } else {
-        auto pagination = Value::FromJson(*last.pagination);
-        if (!pagination) {
-          return Fail(Status(StatusCode::kDataLoss,
-                             fmt::format("job {}: the stored pagination of iteration {} is not "
-                                         "valid JSON",
-                                         plan.job.id, last.to_source_iteration),
-                             FailureClass::kBackend));
-        }
-        plan.start_pagination = std::move(*pagination);
-      }
-      if (last.destination_state) {
-        auto state = Value::FromJson(*last.destination_state);
-        if (state) plan.destination_state = std::move(*state);
-      }
-      auto rows = backend.GetWrittenRowCount(plan.job.id);
-      if (!rows) return Fail(Backendify(rows.error()));
-      plan.rows_already_written = *rows;
-      spdlog::info("Resuming {} from iteration {} ({} rows already written)", label,
-                   plan.start_iteration, plan.rows_already_written);
-    }
-  }
-
-  // The incremental window.
-  if (settings.sync_mode == SyncMode::kIncremental) {
-    auto last = backend.GetLastSuccessfulStreamJob(key);
-    if (!last) return Fail(Backendify(last.error()));
-    if (is_reset) {
-      plan.previous_state = "{}";
-    } else if (last->has_value()) {
-      IncrementalState window;
-      window.last_run_us = (*last)->created_at_us;
-      window.run_started_at_us = plan.job.created_at_us;
-      window.cursor_field = settings.source_config.GetString("cursor_field");
-      if ((*last)->incremental_state) {
-        plan.previous_state = (*last)->incremental_state;
-        auto state = Value::FromJson(*(*last)->incremental_state);
-        if (state) window.state = std::move(*state);
-      }
-      plan.window = std::move(window);
-    } else {
-      spdlog::info(
-          "First incremental run for {}: no previous successful job, fetching "
-          "everything",
-          label);
-    }
-  }
+  BIZON_RETURN_IF_ERROR(PlanStart(backend, settings, plan));
   return plan;
 }
 

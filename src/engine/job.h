@@ -42,10 +42,17 @@ struct JobPlan {
 /// "pid@host" for the current process.
 std::string CurrentOwner();
 
+/// Fills in where `plan.job` starts (its last committed cursor, when `plan.resumed`) and its
+/// incremental window (when `plan.is_reset` is known). InitJob ends with it; a producer that
+/// runs apart from its consumer (`--role producer`) calls it for the job the consumer opened.
+Status PlanStart(Backend& backend, const PipelineSettings& settings, JobPlan& plan);
+
 /// `holds_run_lock`: this process holds the pipeline's run lock, so no other run of it is alive
 /// on this host and a running job's owner is trusted to be gone even if its pid is in use (pids
 /// are recycled). Without the lock, a live owner on this host refuses the run.
+/// `resume_full_refresh`: an interrupted full refresh resumes instead of starting over; set when
+/// a network queue still holds the job's pending iterations and its producer may still run.
 Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source,
-                        bool holds_run_lock);
+                        bool holds_run_lock, bool resume_full_refresh = false);
 
 }  // namespace bizon

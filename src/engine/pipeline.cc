@@ -20,6 +20,8 @@
 #include "engine/job.h"
 #include "engine/producer.h"
 #include "engine/queue/memory_queue.h"
+#include "engine/queue/queue_factory.h"
+#include "engine/roles.h"
 #include "engine/run_lock.h"
 #include "engine/settings.h"
 #include "engine/transform_workers.h"
@@ -60,6 +62,13 @@ std::string RunOutcome::StatusText() const {
     return fmt::format("Pipeline finished with status {} (Producer: {}, Consumer: {})", verdict,
                        ToString(*producer), ToString(*consumer));
   }
+  // A split role (--role producer|consumer) reports its own side.
+  if (producer)
+    return fmt::format("Pipeline finished with status {} (Producer: {})", verdict,
+                       ToString(*producer));
+  if (consumer)
+    return fmt::format("Pipeline finished with status {} (Consumer: {})", verdict,
+                       ToString(*consumer));
   return fmt::format("Pipeline finished with status {}", verdict);
 }
 
@@ -79,6 +88,10 @@ std::string RunOutcome::ToJson() const {
   json.Set("started_at", FormatIsoTimestamp(started_at_us));
   json.Set("duration_s", duration_s);
   json.Set("error", error.empty() ? Value() : Value(error));
+  if (role != RunRole::kAll) {
+    json.Set("role", ToString(role));
+    if (role == RunRole::kProducer) json.Set("records_published", records_published);
+  }
   return json.ToJson();
 }
 
@@ -504,11 +517,35 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   return ReturnStatus::kSuccess;
 }
 
+/// `--role producer`: no run lock of the consumer's, no InitJob, no destination.
+RunOutcome RunProducerSide(const RunParts& parts, Backend& backend,
+                           const PipelineSettings& settings, const BrokerQueueConfig& queue,
+                           double job_wait_s) {
+  auto source_or = MakeSource(parts);
+  if (!source_or) return EarlyFailure(FailureClass::kSource, source_or.error());
+  if (Status connected = (*source_or)->CheckConnection(); !connected.ok()) {
+    return EarlyFailure(FailureClass::kSource,
+                        connected.WithContext("error while connecting to source"));
+  }
+  ProducerRoleResult produced = RunProducerRole(**source_or, backend, settings, queue, job_wait_s);
+  RunOutcome outcome;
+  outcome.role = RunRole::kProducer;
+  outcome.job_id = produced.job_id;
+  outcome.producer = produced.producer.status;
+  outcome.records_published = produced.records_published;
+  outcome.success = produced.producer.status == ReturnStatus::kSuccess;
+  if (!outcome.success) {
+    outcome.failure_class = ClassOf(produced.producer.status);
+    NoteError(outcome, produced.producer.error);
+    spdlog::error("{}", outcome.StatusText());
+  }
+  return outcome;
+}
+
 }  // namespace
 
 RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& registry,
                        const RunOptions& options) {
-  (void)options;
   auto settings_or = ReadSettings(config);
   if (!settings_or) return EarlyFailure(FailureClass::kConfig, settings_or.error());
   const PipelineSettings& settings = *settings_or;
@@ -581,9 +618,25 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
     runner = "thread";
   }
 
+  // A kafka or rabbitmq queue; nullopt for the in-process one.
+  const Value* queue_block = config.config.FindPath("engine.queue");
+  std::optional<BrokerQueueConfig> broker =
+      queue_block != nullptr ? ReadBrokerQueueConfig(*queue_block) : std::nullopt;
+  if (Status role = CheckRole(options.role, config.file_name, config.config, settings, runner);
+      !role.ok()) {
+    return EarlyFailure(FailureClass::kConfig, role);
+  }
+
   auto backend_or = OpenBackend(settings.backend_config);
   if (!backend_or) return EarlyFailure(FailureClass::kBackend, backend_or.error());
   Backend& backend = **backend_or;
+  parts.source_context = {.pipeline_name = settings.key.name,
+                          .stream = settings.key.stream_name,
+                          .sync_mode = settings.sync_mode,
+                          .config = settings.source_config};
+  if (options.role == RunRole::kProducer) {
+    return RunProducerSide(parts, backend, settings, *broker, options.job_wait_s);
+  }
   // A file backend is shared by every run on this host: the lock makes them take turns. An
   // in-memory one is private to this process and needs none.
   std::optional<RunLock> lock;
@@ -598,10 +651,6 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   }
   bool holds_run_lock = lock.has_value() || HasRunLock(settings.backend_config);
 
-  parts.source_context = {.pipeline_name = settings.key.name,
-                          .stream = settings.key.stream_name,
-                          .sync_mode = settings.sync_mode,
-                          .config = settings.source_config};
   auto source_or = MakeSource(parts);
   if (!source_or) return EarlyFailure(FailureClass::kSource, source_or.error());
   Source& source = **source_or;
@@ -610,7 +659,10 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                         connected.WithContext("error while connecting to source"));
   }
 
-  auto plan_or = InitJob(backend, settings, source, holds_run_lock);
+  // With a network queue, an interrupted full refresh resumes: the queue still holds its
+  // iterations and its producer may still be running.
+  bool through_broker = broker.has_value() && runner != "stream";
+  auto plan_or = InitJob(backend, settings, source, holds_run_lock, through_broker);
   if (!plan_or) return EarlyFailure(FailureClass::kBackend, plan_or.error());
   const JobPlan& plan = *plan_or;
 
@@ -624,6 +676,7 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   parts.destination_context = {.sync = sync, .config = settings.destination_config};
   RunOutcome outcome;
   outcome.job_id = plan.job.id;
+  outcome.role = options.role;
   auto destination_or = parts.destination_descriptor->factory(parts.destination_context);
   if (!destination_or) {
     RecordJobFailure(backend, settings, plan, destination_or.error().message());
@@ -647,10 +700,20 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
       RecordJobFailure(backend, settings, plan, error.message());
     }
   } else {
-    SidesResult sides =
-        runner == "process"
-            ? RunInProcesses(parts, destination, backend, settings, plan, transforms.get())
-            : RunThreaded(source, destination, backend, settings, plan, transforms.get());
+    SidesResult sides;
+    if (through_broker) {
+      BrokeredSides brokered = RunThroughBroker(options.role, source, destination, backend,
+                                                settings, plan, *broker, transforms.get());
+      sides.consumer = brokered.consumer;
+      // The consumer role knows the producer's status only from an error termination.
+      sides.producer = brokered.producer.value_or(
+          ProducerResult{brokered.consumer.producer_status.value_or(ReturnStatus::kSuccess),
+                         brokered.consumer.error});
+    } else if (runner == "process") {
+      sides = RunInProcesses(parts, destination, backend, settings, plan, transforms.get());
+    } else {
+      sides = RunThreaded(source, destination, backend, settings, plan, transforms.get());
+    }
     outcome.producer = sides.producer.status;
     outcome.consumer = sides.consumer.status;
     outcome.success = sides.producer.status == ReturnStatus::kSuccess &&
@@ -669,6 +732,9 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                              : sides.consumer.error);
       NoteError(outcome, sides.consumer.error);
       RecordJobFailure(backend, settings, plan, outcome.error);
+    }
+    if (options.role == RunRole::kConsumer && !sides.consumer.producer_status) {
+      outcome.producer.reset();
     }
   }
   auto written = backend.GetWrittenRowCount(plan.job.id);

@@ -25,6 +25,10 @@ enum class ReturnStatus {
 };
 std::string_view ToString(ReturnStatus status);
 
+/// Which side of the pipeline this process runs (`bizon run --role`): both (the default), or
+/// one of them, the other running in another process through a kafka or rabbitmq queue.
+enum class RunRole { kAll, kProducer, kConsumer };
+
 /// What a run produced: the fields of --result-json, and the exit status.
 struct RunOutcome {
   bool success = false;
@@ -37,6 +41,9 @@ struct RunOutcome {
   int64_t started_at_us = 0;
   double duration_s = 0;
   std::string error;  // The first error of the run.
+  RunRole role = RunRole::kAll;
+  /// The producer role: records it published this run.
+  int64_t records_published = 0;
 
   /// "Pipeline finished with status Failure (Producer: source_error, Consumer: source_error)".
   std::string StatusText() const;
@@ -47,6 +54,9 @@ struct RunOutcome {
 struct RunOptions {
   /// Path of this binary, for runners that start worker processes.
   std::string executable;
+  RunRole role = RunRole::kAll;
+  /// The producer role: how long to wait for the consumer to open the job.
+  double job_wait_s = 300;
 };
 
 RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& registry,

@@ -1,0 +1,33 @@
+// The `kafka` queue: frames travel through one topic (librdkafka's C API stays in this file's
+// .cc). The producer is idempotent with acks=all and waits for the delivery report of every
+// frame; the consumer reads the topic's partitions with manual assignment (no group rebalance to
+// wait for after a restart) and commits the group's offsets only when told the frames are
+// durably written.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/queue/broker_queue.h"
+
+namespace bizon {
+
+struct KafkaQueueConfig {
+  std::string bootstrap_servers;
+  std::string topic = "bizon";
+  std::string group_id = "bizon";
+  std::string auto_offset_reset = "earliest";
+  /// The largest Kafka message bizon sends; bigger iterations are cut into frames this size. A
+  /// topic bizon creates gets this as its max.message.bytes.
+  int64_t max_message_bytes = 1'000'000;
+  /// What the consumer may prefetch from the broker (librdkafka's queued.max.messages.kbytes).
+  int64_t consumer_prefetch_bytes = 64LL * 1024 * 1024;
+  /// How long a frame may wait for the broker's acknowledgement (broker down, restarting).
+  int64_t delivery_timeout_ms = 300'000;
+};
+
+Result<std::unique_ptr<BrokerSender>> OpenKafkaSender(const KafkaQueueConfig& config);
+Result<std::unique_ptr<BrokerReceiver>> OpenKafkaReceiver(const KafkaQueueConfig& config);
+
+}  // namespace bizon

@@ -1,0 +1,37 @@
+// The `rabbitmq` queue: frames travel through one durable queue as persistent messages
+// (rabbitmq-c stays in this file's .cc). The publisher waits for the broker's confirm of every
+// frame; the consumer acknowledges manually, once told the frames are durably written, under a
+// basic.qos prefetch. Both sides reconnect after a lost connection (a broker restart).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/queue/broker_queue.h"
+
+namespace bizon {
+
+struct RabbitmqQueueConfig {
+  std::string host;
+  int port = 5672;
+  std::string queue_name;
+  std::string exchange;  // "": the default exchange, routing by queue name.
+  std::string username = "guest";
+  std::string password = "guest";
+  std::string vhost = "/";
+  /// The largest message bizon publishes; bigger iterations are cut into frames this size.
+  int64_t max_message_bytes = 8LL * 1024 * 1024;
+  /// basic.qos prefetch (messages) the consumer starts with. It grows while the unacknowledged
+  /// frames hold less than `consumer_prefetch_bytes`, so a destination buffer bigger than the
+  /// prefetch still fills instead of waiting for its flush timeout.
+  int prefetch_count = 64;
+  int64_t consumer_prefetch_bytes = 128LL * 1024 * 1024;
+  /// How long the publisher keeps retrying one message while the broker is unreachable.
+  int64_t publish_timeout_ms = 300'000;
+};
+
+Result<std::unique_ptr<BrokerSender>> OpenRabbitmqSender(const RabbitmqQueueConfig& config);
+Result<std::unique_ptr<BrokerReceiver>> OpenRabbitmqReceiver(const RabbitmqQueueConfig& config);
+
+}  // namespace bizon
