@@ -1,0 +1,433 @@
+"""The kafka source through `bizon run`, against the real test broker and the fake schema registry.
+
+Stream runs are continuous: each test starts one, waits until the output file holds what it
+expects, then stops it with SIGTERM, which the stream runner honours after the batch in hand (exit
+0, job left running). Every test uses topics and a consumer group of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import uuid
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+import yaml
+
+from conftest_kafka import (  # noqa: F401  (fixtures)
+    apicurio_avro,
+    confluent_avro,
+    debezium_envelope_schema,
+    debezium_record,
+    kafka,
+    schema_registry,
+)
+from test_engine_support import State, line_count, spawn, wait_for
+
+PLAINTEXT = {
+    "auto.offset.reset": "earliest",
+    "enable.auto.commit": False,
+    "security.protocol": "PLAINTEXT",
+}
+
+
+def group() -> str:
+    return f"bizon-e2e-{uuid.uuid4().hex[:10]}"
+
+
+def kafka_source(kafka, topics, sync_mode="stream", **options) -> dict:
+    """A kafka source block; `topics` maps topic name -> destination id."""
+    source = {
+        "name": "kafka",
+        "stream": "topic",
+        "sync_mode": sync_mode,
+        "bootstrap_servers": kafka.bootstrap,
+        "group_id": options.pop("group_id", None) or group(),
+        "message_encoding": "utf-8",
+        "consumer_timeout": 2,
+        "batch_size": 500,
+        "consumer_config": dict(PLAINTEXT),
+    }
+    if topics is not None:
+        source["topics"] = [{"name": name, "destination_id": dest} for name, dest in topics.items()]
+    source.update(options)
+    return source
+
+
+def config_text(source: dict, stream_runner: bool = True, **root) -> str:
+    config = {
+        "name": f"kafka-{uuid.uuid4().hex[:6]}",
+        "source": source,
+        "destination": {"name": "file", "config": {"destination_id": "unused"}},
+    }
+    if stream_runner:
+        config["engine"] = {"runner": {"type": "stream"}}
+    config.update(root)
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def rows(bizon, name: str) -> list[dict]:
+    return bizon.read_ndjson(f"{name}.json")
+
+
+def data_of(bizon, name: str) -> list[dict]:
+    return [json.loads(row["source_data"]) for row in rows(bizon, name)]
+
+
+def stop(process: subprocess.Popen, timeout: float = 60) -> str:
+    """SIGTERM, then the run must end by itself, successfully."""
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=timeout)
+    assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
+    return stderr
+
+
+def stream_until(bizon, config, files: dict[str, int], env=None, timeout: float = 120) -> str:
+    """Runs the stream until every file holds its number of lines, then stops it."""
+    process = spawn(bizon, "run", config, env=env)
+    try:
+        wait_for(
+            lambda: process.poll() is not None
+            or all(line_count(bizon.cwd / f"{name}.json") >= n for name, n in files.items()),
+            timeout=timeout,
+            what=f"lines in {files}",
+        )
+    except AssertionError:
+        process.kill()
+        _, stderr = process.communicate(timeout=30)
+        raise AssertionError(f"stream did not deliver {files}\n{stderr[-4000:]}") from None
+    assert process.poll() is None, f"the stream run ended by itself\n{process.communicate()[1]}"
+    return stop(process)
+
+
+def positions(data: list[dict]) -> list[tuple[int, int]]:
+    return [(record["partition"], record["offset"]) for record in data]
+
+
+def test_json_topic_streams_to_a_file_and_commits_its_offsets(bizon, kafka):
+    topic = kafka.create_topic(partitions=2)
+    values = [{"id": i, "name": f"user-{i}", "nested": {"tags": ["a", i]}} for i in range(40)]
+    keys = [{"id": i} for i in range(40)]
+    kafka.produce(topic, values, keys=keys, headers=[("trace", "abc"), ("origin", b"\xff")])
+    source = kafka_source(kafka, {topic: "events"}, group_id=(consumer_group := group()))
+    config = bizon.write("p.yml", config_text(source))
+    stderr = stream_until(bizon, config, {"events": 40})
+    assert "stopping on signal 15" in stderr
+
+    written = rows(bizon, "events")
+    data = [json.loads(row["source_data"]) for row in written]
+    assert sorted(positions(data)) == sorted(
+        (m["partition"], m["offset"]) for m in kafka.consume_all(topic)
+    )
+    assert len(set(positions(data))) == 40
+    for row, record in zip(written, data):
+        assert row["source_record_id"] == f"partition_{record['partition']}_offset_{record['offset']}"
+        assert list(record) == ["topic", "offset", "partition", "timestamp", "keys", "headers",
+                                "value", "schema"]
+        assert record["topic"] == topic
+        assert record["value"] == values[record["keys"]["id"]]
+        assert record["headers"] == {"trace": "abc", "origin": "\ufffd"}
+        assert record["schema"] == {}
+        assert isinstance(record["timestamp"], int)
+    # Offsets reached the group once the cursor was stored; the job stays open.
+    assert kafka.committed_offsets(consumer_group, topic) == kafka.end_offsets(topic)
+    [job] = State(bizon.cwd).jobs()
+    assert job["status"] == "running"
+
+
+def test_stream_resumes_from_the_backend_cursor_not_from_the_group(bizon, kafka):
+    topic = kafka.create_topic(partitions=1)
+    kafka.produce(topic, [{"n": i} for i in range(10)])
+    source = kafka_source(kafka, {topic: "events"})
+    config = bizon.write("p.yml", config_text(source))
+    stream_until(bizon, config, {"events": 10})
+    kafka.produce(topic, [{"n": i} for i in range(10, 25)])
+    stream_until(bizon, config, {"events": 25})
+    data = data_of(bizon, "events")
+    assert [record["value"]["n"] for record in data] == list(range(25))
+    [job] = State(bizon.cwd).jobs()  # The same stream job, continued.
+    assert job["status"] == "running"
+
+
+@pytest.mark.parametrize("registry_type", ["confluent", "apicurio"])
+def test_avro_values_are_decoded_with_the_registry_schema(bizon, kafka, schema_registry,
+                                                          registry_type):
+    schema_v1 = {
+        "type": "record", "name": "User", "namespace": "shop",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "email", "type": ["null", "string"], "default": None},
+            {"name": "role", "type": {"type": "enum", "name": "Role", "symbols": ["ADMIN", "USER"]}},
+            {"name": "created_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "birthday", "type": {"type": "int", "logicalType": "date"}},
+            {"name": "balance", "type": {"type": "bytes", "logicalType": "decimal",
+                                         "precision": 10, "scale": 2}},
+            {"name": "tags", "type": {"type": "array", "items": "string"}},
+            {"name": "attributes", "type": {"type": "map", "values": "long"}},
+        ],
+    }
+    schema_v2 = {"type": "record", "name": "User", "namespace": "shop",
+                 "fields": [{"name": "id", "type": "long"}, {"name": "plan", "type": "string"}]}
+    id_v1 = schema_registry.register(f"{registry_type}-value", schema_v1)
+    id_v2 = schema_registry.register(f"{registry_type}-value", schema_v2)
+    encode = confluent_avro if registry_type == "confluent" else apicurio_avro
+    import datetime as dt
+
+    values = []
+    for i in range(6):
+        values.append(encode(id_v1, schema_v1, {
+            "id": i, "email": None if i % 2 else f"u{i}@x.io", "role": "USER",
+            "created_at": dt.datetime(2024, 1, 31, 12, 0, 0, 123000, tzinfo=dt.timezone.utc),
+            "birthday": dt.date(1990, 5, 17), "balance": Decimal("-12.30"),
+            "tags": ["a", "b"], "attributes": {"k": i},
+        }))
+    for i in range(6, 10):
+        values.append(encode(id_v2, schema_v2, {"id": i, "plan": "pro"}))
+    topic = kafka.create_topic(partitions=1)
+    kafka.produce(topic, values, keys=[{"id": i} for i in range(10)])
+
+    source = kafka_source(kafka, {topic: "users"}, sync_mode="full_refresh",
+                          message_encoding="avro", batch_size=3)
+    source["authentication"] = {
+        "type": "basic",
+        "params": {"username": "", "password": ""},
+        "schema_registry_type": registry_type,
+        "schema_registry_url": schema_registry.url,
+    }
+    # No SASL on the test broker: the consumer_config names PLAINTEXT, and empty credentials are
+    # still set (as the original does) but unused by a plaintext connection.
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode == 0, result.stderr
+
+    data = data_of(bizon, "users")
+    assert [record["value"]["id"] for record in data] == list(range(10))
+    first = data[0]["value"]
+    assert first == {
+        "id": 0, "email": "u0@x.io", "role": "USER", "created_at": "2024-01-31T12:00:00.123000Z",
+        "birthday": "1990-05-17", "balance": "-12.30", "tags": ["a", "b"], "attributes": {"k": 0},
+    }
+    assert data[1]["value"]["email"] is None
+    assert data[6]["value"] == {"id": 6, "plan": "pro"}
+    assert data[0]["schema"]["name"] == "Envelope"
+    assert [f["name"] for f in data[0]["schema"]["fields"]][:2] == ["id", "email"]
+    assert data[6]["schema"]["fields"][1]["name"] == "plan"
+    # One registry request per schema id, on the registry type's own endpoint.
+    assert schema_registry.hits(id_v1) == 1
+    assert schema_registry.hits(id_v2) == 1
+    paths = sorted(request.path for request in schema_registry.requests)
+    if registry_type == "confluent":
+        assert paths == [f"/schemas/ids/{id_v1}", f"/schemas/ids/{id_v2}"]
+    else:
+        assert paths == [f"/apis/registry/v2/ids/globalIds/{id_v1}",
+                         f"/apis/registry/v2/ids/globalIds/{id_v2}"]
+
+
+def test_a_schema_missing_from_the_registry_is_a_clear_error(bizon, kafka, schema_registry):
+    schema = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}
+    topic = kafka.create_topic()
+    kafka.produce(topic, [confluent_avro(4242, schema, {"id": 1})])
+    source = kafka_source(kafka, {topic: "out"}, sync_mode="full_refresh", message_encoding="avro")
+    source["authentication"] = {"type": "basic", "params": {"username": "u", "password": "s3cr3t-pw"},
+                                "schema_registry_type": "confluent",
+                                "schema_registry_url": schema_registry.url}
+    source["consumer_config"] = dict(PLAINTEXT)
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode != 0
+    assert f"schema 4242 not found in registry {schema_registry.url}" in result.stderr
+    assert f"topic {topic} partition 0 offset 0" in result.stderr
+    assert "s3cr3t-pw" not in result.stderr
+
+
+def test_debezium_changes_become_rows_through_the_original_transform(bizon, kafka, schema_registry):
+    from test_python_support import missing_capability
+
+    if missing_capability("transforms") is not None:
+        pytest.skip(str(missing_capability("transforms")))
+    envelope = debezium_envelope_schema([("id", "long"), ("email", ["null", "string"])],
+                                        server="db_main")
+    schema_id = schema_registry.register("dbz-value", envelope)
+    changes = [
+        debezium_record("c", None, {"id": 1, "email": "a@x.io"}, ts_ms=1706702400000,
+                        server="db_main"),
+        debezium_record("u", {"id": 1, "email": "a@x.io"}, {"id": 1, "email": "b@x.io"},
+                        ts_ms=1706702401500, server="db_main"),
+        debezium_record("d", {"id": 1, "email": "b@x.io"}, None, ts_ms=1706702402250,
+                        server="db_main"),
+    ]
+    topic = kafka.create_topic()
+    kafka.produce(topic, [confluent_avro(schema_id, envelope, change) for change in changes],
+                  keys=[{"id": 1}] * 3)
+    transform = yaml.safe_load(DEBEZIUM_EXAMPLE_TRANSFORMS)
+    source = kafka_source(kafka, {topic: "users"}, message_encoding="avro")
+    source["authentication"] = {"type": "basic", "params": {"username": "", "password": ""},
+                                "schema_registry_type": "confluent",
+                                "schema_registry_url": schema_registry.url}
+    config = bizon.write("p.yml", config_text(source, transforms=transform))
+    stream_until(bizon, config, {"users": 3})
+    data = data_of(bizon, "users")
+    assert data == [
+        {"id": 1, "email": "a@x.io", "__deleted": False, "__cluster": "db-main",
+         "__kafka_partition": 0, "__kafka_offset": 0,
+         "__event_timestamp": "2024-01-31 12:00:00.000000"},
+        {"id": 1, "email": "b@x.io", "__deleted": False, "__cluster": "db-main",
+         "__kafka_partition": 0, "__kafka_offset": 1,
+         "__event_timestamp": "2024-01-31 12:00:01.500000"},
+        {"id": 1, "email": "b@x.io", "__deleted": True, "__cluster": "db-main",
+         "__kafka_partition": 0, "__kafka_offset": 2,
+         "__event_timestamp": "2024-01-31 12:00:02.250000"},
+    ]
+    assert schema_registry.hits(schema_id) == 1
+
+
+# The `transforms` block of the original's kafka_debezium example, verbatim.
+DEBEZIUM_EXAMPLE_TRANSFORMS = """\
+- label: debezium
+  python: |
+    from datetime import datetime
+
+    cluster = data['value']['source']['name'].replace('_', '-')
+    partition = data['partition']
+    offset = data['offset']
+
+    kafka_timestamp = datetime.utcfromtimestamp(data['value']['source']['ts_ms'] / 1000).strftime('%Y-%m-%d %H:%M:%S.%f')
+
+    deleted = False
+
+    if data['value']['op'] == 'd':
+      data = data['value']['before']
+      deleted = True
+    else:
+      data = data['value']['after']
+
+    data['__deleted'] = deleted
+    data['__cluster'] = cluster
+    data['__kafka_partition'] = partition
+    data['__kafka_offset'] = offset
+    data['__event_timestamp'] = kafka_timestamp
+"""
+
+
+def test_streams_block_routes_each_topic_to_its_own_file(bizon, kafka):
+    users = kafka.create_topic(partitions=2)
+    orders = kafka.create_topic(partitions=1)
+    kafka.produce(users, [{"user": i} for i in range(12)])
+    kafka.produce(orders, [{"order": i} for i in range(7)])
+    source = kafka_source(kafka, None)
+    streams = [
+        {"name": "users", "source": {"topic": users},
+         "destination": {"table_id": "proj.ds.users"}},
+        {"name": "orders", "source": {"topic": orders},
+         "destination": {"table_id": "proj.ds.orders"}},
+    ]
+    config = bizon.write("p.yml", config_text(source, streams=streams))
+    stream_until(bizon, config, {"proj.ds.users": 12, "proj.ds.orders": 7})
+    user_rows = data_of(bizon, "proj.ds.users")
+    order_rows = data_of(bizon, "proj.ds.orders")
+    assert sorted(r["value"]["user"] for r in user_rows) == list(range(12))
+    assert sorted(r["value"]["order"] for r in order_rows) == list(range(7))
+    assert {r["topic"] for r in user_rows} == {users}
+    assert {r["topic"] for r in order_rows} == {orders}
+    assert not (bizon.cwd / "unused.json").exists()
+
+
+def test_streams_block_needs_stream_mode(bizon, kafka):
+    source = kafka_source(kafka, None, sync_mode="full_refresh")
+    streams = [{"name": "u", "source": {"topic": "t"}, "destination": {"table_id": "p.d.u"}}]
+    config = bizon.write("p.yml", config_text(source, stream_runner=False, streams=streams))
+    result = bizon.run("config", "validate", config)
+    assert result.returncode == 1
+    assert "requires source.sync_mode: stream" in result.stderr
+
+
+def test_full_refresh_reads_every_partition_once_up_to_the_start_watermarks(bizon, kafka):
+    topic = kafka.create_topic(partitions=3)
+    for partition, count in ((0, 40), (1, 25), (2, 33)):
+        kafka.produce(topic, [{"p": partition, "i": i} for i in range(count)], partition=partition)
+    # A small batch: many iterations, each touching several partitions.
+    source = kafka_source(kafka, {topic: "snapshot"}, sync_mode="full_refresh", batch_size=7)
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode == 0, result.stderr
+    data = data_of(bizon, "snapshot")
+    seen = Counter(positions(data))
+    assert not [p for p, n in seen.items() if n > 1], "re-read messages"
+    expected = {(p, o) for p, count in ((0, 40), (1, 25), (2, 33)) for o in range(count)}
+    assert set(seen) == expected, "lost messages"
+    [job] = State(bizon.cwd).jobs()
+    assert job["status"] == "succeeded"
+    # No group offsets in this mode.
+    assert kafka.committed_offsets(source["group_id"], topic) == {}
+
+    # A second full refresh reads the whole topic again, including what arrived since.
+    kafka.produce(topic, [{"p": 1, "i": 25}], partition=1)
+    result = bizon.run("run", config)
+    assert result.returncode == 0, result.stderr
+    assert len(data_of(bizon, "snapshot")) == 99
+
+
+def test_full_refresh_of_an_empty_topic_succeeds_without_rows(bizon, kafka):
+    topic = kafka.create_topic(partitions=2)
+    source = kafka_source(kafka, {topic: "empty"}, sync_mode="full_refresh")
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode == 0, result.stderr
+    [job] = State(bizon.cwd).jobs()
+    assert job["status"] == "succeeded"
+    # Without records the file destination never hears of the topic's destination id: it
+    # publishes its configured one, empty.
+    assert not (bizon.cwd / "empty.json").exists()
+    assert data_of(bizon, "unused") == []
+
+
+def test_skip_flags_and_decode_errors(bizon, kafka):
+    topic = kafka.create_topic()
+    kafka.produce(topic, [{"ok": 1}, b"not json", b"", {"ok": 2}, "{\"s\": \"a\\ud800b\"}"],
+                  keys=[{"k": 1}, {"k": 2}, {"k": 3}, b"plain-key", None])
+    # Defaults: the invalid key and the bad value fail the run, naming the message.
+    source = kafka_source(kafka, {topic: "out"}, sync_mode="full_refresh")
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode != 0
+    assert f"cannot decode the value of topic {topic} partition 0 offset 1" in result.stderr
+    assert "invalid JSON at byte 0" in result.stderr
+
+    source.update(skip_message_on_decode_error=True, skip_message_invalid_keys=True)
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode == 0, result.stderr
+    data = data_of(bizon, "out")
+    # Offset 1: bad value, 2: tombstone (skip_message_empty_value), 3: key not JSON.
+    assert [record["offset"] for record in data] == [0, 4]
+    assert data[1]["value"] == {"s": "a\ufffdb"}  # The lone surrogate, repaired.
+    assert data[1]["keys"] == {}
+
+    source.update(skip_message_invalid_keys=False)
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode != 0
+    assert "Error while parsing message key" in result.stderr
+    assert "plain-key" in result.stderr
+
+
+def test_check_connection_errors(bizon, kafka):
+    topic = kafka.create_topic()
+    missing = kafka_source(kafka, {"no-such-topic-" + uuid.uuid4().hex[:6]: "x"})
+    result = bizon.run("run", bizon.write("p.yml", config_text(missing)), timeout=60)
+    assert result.returncode != 0
+    assert "Topic no-such-topic-" in result.stderr and "not found" in result.stderr
+
+    unreachable = kafka_source(kafka, {topic: "x"}, bootstrap_servers="127.0.0.1:1")
+    result = bizon.run("run", bizon.write("p.yml", config_text(unreachable)), timeout=60)
+    assert result.returncode != 0
+    assert "Kafka connection failed" in result.stderr
+    assert "127.0.0.1:1" in result.stderr
+
+    no_topics = kafka_source(kafka, None)
+    result = bizon.run("run", bizon.write("p.yml", config_text(no_topics)), timeout=60)
+    assert result.returncode != 0
+    assert "No topics configured" in result.stderr
