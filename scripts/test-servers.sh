@@ -602,6 +602,16 @@ for server in "${selected[@]}"; do
   [[ " ${servers[*]} " == *" $server "* ]] || die "unknown server '$server' (known: ${servers[*]})"
 done
 
+# One start, stop or restart at a time per state directory: two test sessions starting the same
+# server together would launch it twice on the same data. The script runs again under flock, which
+# holds the lock itself (-o), so the servers it launches do not inherit the lock's descriptor.
+if [[ "$command" =~ ^(start|stop|restart)$ && -z "${BIZON_TEST_SERVERS_LOCKED:-}" ]] &&
+  command -v flock >/dev/null; then
+  mkdir -p "$state_root"
+  BIZON_TEST_SERVERS_LOCKED=1 exec flock -o -w 600 "$state_root/.lock" "${BASH_SOURCE[0]}" \
+    "$command" "$@"
+fi
+
 case "$command" in
   start)
     # In parallel: a cold start of all of them takes the time of the slowest, not of the sum.
