@@ -9,6 +9,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest_kafka import kafka  # noqa: F401 (fixture)
+from test_servers_support import server_pid
 
 
 def test_produce_then_consume_all_keeps_keys_headers_partitions_and_order(kafka):
@@ -80,9 +81,11 @@ def test_restart_is_an_outage_that_keeps_the_port_and_the_data(kafka):
                          "enable.auto.commit": False})
     consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
     consumer.close()
+    pid = server_pid("kafka")
 
     kafka.restart()
 
+    assert server_pid("kafka") not in (None, pid)  # A new broker process.
     kafka.produce(topic, ["after"])  # The shared producer reconnects to the same address.
     assert [m["value"] for m in kafka.consume_all(topic, timeout=30)] == [b"before", b"after"]
     assert kafka.committed_offsets(group, topic) == {0: 1}

@@ -8,6 +8,7 @@ import pika
 import pytest
 
 from conftest_rabbitmq import rabbitmq  # noqa: F401 (fixture)
+from test_servers_support import server_pid
 
 
 def test_publish_depth_get_and_purge(rabbitmq):
@@ -42,9 +43,11 @@ def test_restart_is_an_outage_that_keeps_the_port_and_durable_messages(rabbitmq)
     queue = f"bizon-test-{uuid.uuid4().hex[:8]}"
     rabbitmq.publish(queue, [b"kept-1", b"kept-2"])
     connection = rabbitmq.connection()
+    pid = server_pid("rabbitmq")
 
     rabbitmq.restart()
 
+    assert server_pid("rabbitmq") not in (None, pid)  # A new node process.
     with pytest.raises(pika.exceptions.AMQPError):  # The old connection was closed.
         connection.channel().queue_declare(queue=queue, passive=True)
     assert rabbitmq.queue_depth(queue) == 2

@@ -3,6 +3,7 @@ settings it prints. Used by conftest_kafka and conftest_rabbitmq."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -25,3 +26,14 @@ def run_servers(command: str, server: str, timeout: int = 240) -> dict[str, str]
         if line.startswith("export ") and separator:
             settings[name] = value
     return settings
+
+
+def server_pid(server: str) -> int | None:
+    """The process id scripts/test-servers.sh recorded for `server` (kafka or rabbitmq), if any:
+    a restart changes it."""
+    state = Path(os.environ.get("BIZON_TEST_SERVERS_DIR") or ROOT / "build" / "test-servers")
+    files = {"kafka": state / "kafka" / "kafka.pid", "rabbitmq": state / "rabbitmq" / "node.pid"}
+    try:
+        return int(files[server].read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
