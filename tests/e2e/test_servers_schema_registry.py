@@ -20,6 +20,7 @@ from conftest_kafka import (  # noqa: F401 (fixture)
     debezium_record,
     schema_registry,
 )
+from fake_server import Fault
 
 USER_SCHEMA = {"type": "record", "name": "User", "namespace": "test",
                "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}]}
@@ -184,3 +185,12 @@ def test_debezium_envelope_round_trips_inserts_updates_and_deletes():
     assert events[0]["source"]["table"] == "customers" and events[0]["source"]["db"] == "bizon"
     with pytest.raises(ValueError):
         debezium_record("x", None, None, 0)
+
+
+def test_injected_faults_answer_instead_and_still_count_as_hits(schema_registry):
+    schema_id = schema_registry.register("users-value", USER_SCHEMA)
+    path = f"/apis/registry/v2/ids/globalIds/{schema_id}"
+    schema_registry.fake.inject(path, Fault(status=503, body={"error_code": 503}), times=1)
+    assert call(schema_registry.url + path)[0] == 503
+    assert call(schema_registry.url + path)[0] == 200
+    assert schema_registry.hits(schema_id) == 2

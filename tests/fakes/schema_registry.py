@@ -31,8 +31,9 @@ every subject, and registering it again under a subject returns the existing id.
 Optional HTTP basic auth (`username`/`password` at construction, or `require_auth()`): a request
 without the right credentials gets 401 (with `WWW-Authenticate: Basic`), as both registries do.
 
-Every request is checked and logged: `calls` lists (method, path, query, user, status) in order,
-`hits(id)` counts the lookups of one id on either API (to assert a client caches schemas), and
+Every request is checked and logged: `calls` lists (method, path, query, user, status) in order
+(`requests`, from the base, also has those answered by an injected fault), `hits(id)` counts the
+lookups of one id on either API (to assert a client caches schemas), and
 anything off-contract (unknown path, wrong method: 404/405; unknown query parameter, malformed
 body: 400/415/422) is listed in `violations`, which the fixtures assert empty at teardown.
 
@@ -44,7 +45,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -95,6 +95,19 @@ def _basic_user(request: Request) -> tuple[str | None, str | None]:
     return user, password
 
 
+def _looked_up_id(path: str) -> int | None:
+    """The schema id a lookup path names (/schemas/ids/<id>[/schema] or Apicurio's
+    .../ids/globalIds/<id>), or None."""
+    parts = path.strip("/").split("/")
+    if len(parts) in (3, 4) and parts[:2] == ["schemas", "ids"]:
+        text = parts[2]
+    elif len(parts) == 6 and "/" + "/".join(parts[:5]) == APICURIO_PREFIX + "/ids/globalIds":
+        text = parts[5]
+    else:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 class FakeSchemaRegistry(FakeServer):
     gzip = False
 
@@ -106,7 +119,6 @@ class FakeSchemaRegistry(FakeServer):
         self._ids_by_text: dict[tuple[str, str], int] = {}
         self._subjects: dict[str, list[int]] = {}  # subject -> schema id of each version
         self._next_id = 1
-        self._hits: Counter = Counter()
         self._registry_lock = threading.Lock()
         self.calls: list[Call] = []
 
@@ -124,9 +136,11 @@ class FakeSchemaRegistry(FakeServer):
             return self._register_locked(subject, text, schema_type, schema_id)
 
     def hits(self, schema_id: int) -> int:
-        """How many requests looked up `schema_id`, on either API, whatever they were answered."""
-        with self._registry_lock:
-            return self._hits[schema_id]
+        """How many requests looked up `schema_id`, on either API, whatever they were answered
+        (a 401, or a fault injected with `inject()`, counts too)."""
+        with self._lock:
+            paths = [request.path for request in self.requests]
+        return sum(1 for path in paths if _looked_up_id(path) == schema_id)
 
     def schema_text(self, schema_id: int) -> str:
         return self._schemas[schema_id].text
@@ -154,7 +168,6 @@ class FakeSchemaRegistry(FakeServer):
 
     def _lookup(self, schema_id: int) -> Schema | None:
         with self._registry_lock:
-            self._hits[schema_id] += 1
             return self._schemas.get(schema_id)
 
     # -- dispatch ----------------------------------------------------------------------------
