@@ -1,0 +1,96 @@
+"""The kafka source under faults: a broker restart mid-stream, and SIGKILLed stream runs resumed.
+
+Both check every message by (partition, offset): 0 lost, 0 duplicated in the file destination.
+The kill test sets HOSTNAME so the consumer uses static membership: a restarted run takes its
+partitions back at once instead of waiting for the killed member's session to expire.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import time
+from collections import Counter
+
+from conftest_kafka import kafka  # noqa: F401  (fixture)
+from test_engine_support import State, kill, line_count, spawn, wait_for
+from test_kafka_source import config_text, data_of, kafka_source, positions, stop
+
+SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
+
+
+def assert_exactly_once(data: list[dict], expected: set[tuple[int, int]]) -> None:
+    seen = Counter(positions(data))
+    duplicated = [p for p, n in seen.items() if n > 1]
+    lost = expected - set(seen)
+    assert not duplicated, f"{len(duplicated)} messages duplicated, e.g. {sorted(duplicated)[:5]}"
+    assert not lost, f"{len(lost)} messages lost, e.g. {sorted(lost)[:5]}"
+    assert set(seen) == expected
+
+
+def expected_positions(kafka, topic) -> set[tuple[int, int]]:
+    return {(p, o) for p, end in kafka.end_offsets(topic).items() for o in range(end)}
+
+
+def test_broker_restart_mid_stream_loses_nothing(bizon, kafka):
+    topic = kafka.create_topic(partitions=2)
+    kafka.produce_many(topic, 3000, lambda i: {"n": i, "phase": "before"})
+    source = kafka_source(kafka, {topic: "events"}, batch_size=100, consumer_timeout=1)
+    config = bizon.write("p.yml", config_text(source))
+    out = bizon.cwd / "events.json"
+    process = spawn(bizon, "run", config)
+    try:
+        wait_for(lambda: line_count(out) >= 500, timeout=120, what="the first rows")
+        kafka.restart()
+        kafka.produce_many(topic, 2000, lambda i: {"n": 3000 + i, "phase": "after"})
+        wait_for(lambda: process.poll() is not None or line_count(out) >= 5000, timeout=180,
+                 what="every row after the restart")
+        assert process.poll() is None, process.communicate()[1][-4000:]
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+        raise
+    stderr = stop(process)
+    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert "Kafka client error" in stderr  # It did see the broker go away.
+
+
+def test_killed_stream_runs_resume_without_loss_or_duplicates(bizon, kafka):
+    rng = random.Random(SEED)
+    topic = kafka.create_topic(partitions=3)
+    total = 30_000
+    kafka.produce_many(topic, total, lambda i: {"n": i, "pad": "x" * 100})
+    source = kafka_source(kafka, {topic: "events"}, batch_size=25, consumer_timeout=1)
+    config = bizon.write("p.yml", config_text(source))
+    env = {"HOSTNAME": f"kill-test-{rng.randrange(10**6)}"}
+    out = bizon.cwd / "events.json"
+    kills = 0
+    started = time.monotonic()
+    while kills < 8 and line_count(out) < total:
+        process = spawn(bizon, "run", config, env=env)
+        try:
+            process.wait(timeout=rng.uniform(0.5, 2.5))
+            raise AssertionError(f"the stream run ended by itself\n{process.communicate()[1]}")
+        except subprocess.TimeoutExpired:
+            kill(process)
+            kills += 1
+    # The last run: let it catch up, then stop it.
+    process = spawn(bizon, "run", config, env=env)
+    try:
+        wait_for(lambda: process.poll() is not None or line_count(out) >= total, timeout=240,
+                 what="every row")
+        assert process.poll() is None, process.communicate()[1][-4000:]
+        # Nothing more may arrive: a duplicate would show as an extra line.
+        time.sleep(2)
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+        raise
+    stop(process)
+    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    [job] = State(bizon.cwd).jobs()
+    assert job["status"] == "running"
+    print(f"\nkafka kill-resume: {kills} kills, {total} messages checked, "
+          f"{time.monotonic() - started:.1f} s (seed {SEED})")
+    assert kills >= 5
