@@ -13,9 +13,19 @@ import subprocess
 import time
 from collections import Counter
 
+import pytest
+
 from conftest_kafka import kafka  # noqa: F401  (fixture)
 from test_engine_support import State, kill, line_count, spawn, wait_for
-from test_kafka_source import config_text, data_of, kafka_source, positions, stop
+from test_kafka_source import (
+    config_text,
+    data_of,
+    group,
+    kafka_source,
+    positions,
+    stop,
+    stream_until,
+)
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
 
@@ -94,3 +104,23 @@ def test_killed_stream_runs_resume_without_loss_or_duplicates(bizon, kafka):
     print(f"\nkafka kill-resume: {kills} kills, {total} messages checked, "
           f"{time.monotonic() - started:.1f} s (seed {SEED})")
     assert kills >= 5
+
+
+def test_a_consumer_dropped_from_its_group_is_recreated_without_redelivery(bizon, kafka):
+    """A batch slower than max.poll.interval.ms: the group drops the member, the commit fails
+    with UNKNOWN_MEMBER_ID, and the source rejoins with a new consumer at its own positions."""
+    from test_python_support import missing_capability
+
+    if missing_capability("transforms") is not None:
+        pytest.skip(str(missing_capability("transforms")))
+    topic = kafka.create_topic()
+    kafka.produce(topic, [{"n": i} for i in range(30)])
+    source = kafka_source(kafka, {topic: "events"}, batch_size=10, consumer_timeout=1,
+                          group_id=(consumer_group := group()))
+    source["consumer_config"].update({"session.timeout.ms": 6000, "max.poll.interval.ms": 6000})
+    slow = [{"label": "slow", "python": "import time\nif data['offset'] == 0:\n    time.sleep(9)\n"}]
+    config = bizon.write("p.yml", config_text(source, transforms=slow))
+    stderr = stream_until(bizon, config, {"events": 30})
+    assert "UNKNOWN_MEMBER_ID" in stderr and "recreating it" in stderr
+    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert kafka.committed_offsets(consumer_group, topic) == {0: 30}
