@@ -15,22 +15,12 @@
 #include "bizon/clock.h"
 #include "bizon/record_batch.h"
 #include "connectors/destinations/postgres/postgres_client.h"
+#include "engine/backend/backend_test_support.h"
 
 namespace bizon {
 namespace {
 
-template <typename T>
-T ValueOrDie(Result<T> result) {
-  EXPECT_TRUE(result.has_value()) << result.error().ToString();
-  if (!result.has_value()) std::abort();
-  return std::move(result).value();
-}
-
-#define ASSERT_OK(expr)                              \
-  do {                                               \
-    ::bizon::Status status_ = (expr);                \
-    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
-  } while (false)
+using testing_support::ValueOrDie;
 
 TEST(PostgresCopyTextTest, EscapesBackslashTabNewlineAndCarriageReturnOnly) {
   std::string out;
@@ -57,23 +47,10 @@ TEST(PostgresColumnTypeTest, MapsTheRecordSchemaTypes) {
   EXPECT_EQ(PgTypeName(PgColumnType::kDouble), "double precision");
 }
 
-std::optional<PgConnectionSettings> TestServer() {
-  const char* host = std::getenv("BIZON_PG_HOST");
-  const char* database = std::getenv("BIZON_PG_DATABASE");
-  if (host == nullptr || database == nullptr) return std::nullopt;
-  PgConnectionSettings settings;
-  settings.host = host;
-  settings.database = database;
-  if (const char* port = std::getenv("BIZON_PG_PORT")) settings.port = std::atoll(port);
-  if (const char* user = std::getenv("BIZON_PG_USER")) settings.user = user;
-  if (const char* password = std::getenv("BIZON_PG_PASSWORD")) settings.password = password;
-  return settings;
-}
-
 class PostgresDestinationTest : public testing::Test {
  protected:
   void SetUp() override {
-    std::optional<PgConnectionSettings> server = TestServer();
+    std::optional<PgConnectionSettings> server = testing_support::PostgresTestServer();
     if (!server) {
       GTEST_SKIP() << "no PostgreSQL test server: run `eval \"$(scripts/test-servers.sh start "
                       "postgres)\"` first";
