@@ -114,6 +114,7 @@ class PacedSink final : public MessageSink {
     int64_t records = static_cast<int64_t>(message.records.size());
     if (!inner_.Push(std::move(message))) return false;
     if (data) {
+      largest_iteration_bytes_ = std::max(largest_iteration_bytes_, bytes);
       unconsumed_[iteration] = bytes;
       unconsumed_bytes_ += bytes;
       records_published_ += records;
@@ -136,13 +137,13 @@ class PacedSink final : public MessageSink {
         error_ = CancelledError("the producer was asked to stop");
         return false;
       }
-      bool full = unconsumed_bytes_ > max_unconsumed_bytes_;
+      bool full = Full();
       if (full || Clock::now() - last_check_ >= kJobCheckInterval) {
         if (Status checked = Refresh(); !checked.ok()) {
           error_ = checked;
           return false;
         }
-        full = unconsumed_bytes_ > max_unconsumed_bytes_;
+        full = Full();
       }
       if (!full) {
         if (logged) spdlog::info("Queue: the consumer caught up, publishing again");
@@ -155,6 +156,11 @@ class PacedSink final : public MessageSink {
       }
       std::this_thread::sleep_for(kBackPressurePoll);
     }
+  }
+
+  /// Room for two iterations beyond the bound, so the consumer's next write always has data.
+  bool Full() const {
+    return unconsumed_bytes_ > max_unconsumed_bytes_ + 2 * largest_iteration_bytes_;
   }
 
   /// Reads the job and its last cursor: drops what the destination recorded, and fails when the
@@ -189,16 +195,18 @@ class PacedSink final : public MessageSink {
   const std::atomic<bool>& stop_;
   std::map<int64_t, int64_t> unconsumed_;  // Iteration -> bytes, not yet in a cursor.
   int64_t unconsumed_bytes_ = 0;
+  int64_t largest_iteration_bytes_ = 0;
   int64_t records_published_ = 0;
   bool termination_delivered_ = false;
   Clock::time_point last_check_ = Clock::now();
   Status error_;
 };
 
-/// The bound must exceed what the consumer holds before it writes (its buffer) plus the
-/// iteration in flight, or both sides would wait for each other until the buffer's timeout.
+/// The bound must exceed what the consumer holds before it writes (its buffer; PacedSink adds
+/// the iterations in flight), or both sides would wait for each other until the buffer's
+/// flush timeout.
 int64_t UnconsumedBound(const PipelineSettings& settings, const BrokerQueueConfig& queue) {
-  return std::max<int64_t>(queue.max_unconsumed_bytes, 2 * settings.buffer_bytes + (16LL << 20));
+  return std::max<int64_t>(queue.max_unconsumed_bytes, 2 * settings.buffer_bytes);
 }
 
 /// Runs the producer into the broker; the result says queue_error when the broker failed.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace bizon {
@@ -102,9 +103,12 @@ Result<std::optional<QueueMessage>> BrokerSource::Next(std::chrono::milliseconds
     bool data = header.kind == QueueMessage::Kind::kData;
     if (header.kind != QueueMessage::Kind::kErrorTermination) {
       if (header.iteration < next_iteration_) {
-        // Already delivered (and written, or in the consumer's buffer): a redelivery.
+        // Already delivered: a redelivery. The first copy may still sit unwritten in the
+        // consumer's buffer, so this one too waits for the cursor that covers its iteration.
         if (header.part == 0) ++skipped_duplicates_;
-        pending_.Add(received->position, std::nullopt);
+        bool written = data && header.iteration <= settled_through_;
+        pending_.Add(received->position,
+                     written ? std::nullopt : std::optional<int64_t>(header.iteration));
         continue;
       }
       if (header.iteration > next_iteration_) return Fail(GapError(header, next_iteration_));
@@ -125,7 +129,10 @@ Status BrokerSource::Acknowledge(const std::vector<FramePosition>& positions) {
   return Status::Ok();
 }
 
-Status BrokerSource::Settle(int64_t iteration) { return Acknowledge(pending_.Settle(iteration)); }
+Status BrokerSource::Settle(int64_t iteration) {
+  settled_through_ = std::max(settled_through_, iteration);
+  return Acknowledge(pending_.Settle(iteration));
+}
 
 Status BrokerSource::SettleAll() {
   if (skipped_duplicates_ > 0) {

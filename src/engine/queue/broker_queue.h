@@ -127,6 +127,7 @@ class BrokerSource final : public MessageSource {
   uint64_t session_ = 0;
   FrameAssembler assembler_;
   PendingAcks pending_;
+  int64_t settled_through_ = -1;  // The last iteration a recorded cursor covers.
   int64_t skipped_foreign_ = 0;
   int64_t skipped_duplicates_ = 0;
 };
