@@ -662,6 +662,7 @@ def markdown(report: dict) -> str:
         "",
         f"Background load: {env['background_note']}",
         "",
+        *([f"Note: {report['note']}", ""] if report.get("note") else []),
         "Medians over the runs; the ratio row is ours/original per A/B pair, as "
         "min – **median** – max (records/s: higher is better for ours; the others: lower).",
         "",
@@ -759,9 +760,13 @@ def environment(args: argparse.Namespace) -> dict:
         original_version = "unknown"
     ours_version = subprocess.run([args.ours, "--version"], capture_output=True,
                                   text=True).stdout.strip() or "unknown"
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+    # The tree the binary was built in (a worktree of main, say, with BIZON_BIN), else ours.
+    tree = subprocess.run(["git", "-C", str(Path(args.ours).parent), "rev-parse",
+                           "--show-toplevel"], capture_output=True, text=True).stdout.strip()
+    tree = tree or str(ROOT)
+    commit = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "unknown"
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src",
+    dirty = subprocess.run(["git", "-C", tree, "status", "--porcelain", "--", "src",
                             "include", "CMakeLists.txt"], capture_output=True, text=True).stdout
     os_name = platform.platform()
     with contextlib.suppress(OSError):
@@ -834,6 +839,9 @@ def main() -> int:
     parser.add_argument("--results", default=str(BENCH / "results"))
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
     parser.add_argument("--keep-output", action="store_true", help="keep each run's directory")
+    parser.add_argument("--note", default="",
+                        help="a sentence on the conditions of the run, quoted under the table's "
+                             "header (e.g. what else the machine was doing)")
     parser.add_argument("--update-docs", action="store_true",
                         help="replace the table in docs/performance.md with this run's")
     args = parser.parse_args()
@@ -859,7 +867,7 @@ def main() -> int:
 
     report = {"started_at": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
               "runs": args.runs, "scale": args.scale, "payload_bytes": PAYLOAD_BYTES,
-              "page_size": PAGE_SIZE, "environment": env, "cases": []}
+              "page_size": PAGE_SIZE, "note": args.note, "environment": env, "cases": []}
     for name in cases:
         if name == "generator" and not explicit and harness.probe_custom_source() is None:
             report["cases"].append({"name": name, "status": "skipped", "reason":
