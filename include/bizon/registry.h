@@ -49,6 +49,10 @@ struct SourceDescriptor {
   /// non-empty `source.stream` is accepted and the connector checks it; `streams` then lists
   /// examples only.
   bool streams_from_config = false;
+  /// With streams_from_config: checks `stream` against the streams a validated `source:` block
+  /// declares, so that `config validate` reports an unknown one before anything runs. The error
+  /// message is shown after the `source.stream` path. Null: checked only when the run starts.
+  std::function<Status(const Value& source_config, const std::string& stream)> check_stream;
   /// The connector's own keys under `source:`, beside the common ones (name, stream, sync_mode...).
   ConfigSpec config;
   /// Null while the connector is declared but not yet implemented.

@@ -864,6 +864,15 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
   const SourceDescriptor* source = registry.FindSource(source_name);
   bool custom_source = config.FindPath("source.source_file_path") != nullptr &&
                        !config.FindPath("source.source_file_path")->is_null();
+  // Stream names the config itself declares (rest_api endpoints).
+  if (const Value* source_config = config.Find("source");
+      source != nullptr && !custom_source && source->check_stream && source_config != nullptr &&
+      source_config->is_map() && !source_config->GetString("stream").empty()) {
+    if (Status checked = source->check_stream(*source_config, source_config->GetString("stream"));
+        !checked.ok()) {
+      error("source.stream", checked.message());
+    }
+  }
   if (source != nullptr && !custom_source && sync_mode == "incremental") {
     std::string stream = raw.FindPath("source.stream") != nullptr
                              ? raw.FindPath("source.stream")->ToDisplayString()

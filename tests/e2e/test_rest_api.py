@@ -198,3 +198,12 @@ def test_incremental_windows_and_cursor_state(bizon, api):
 def test_incremental_without_a_block_is_refused(bizon, api):
     run(bizon, pipeline("rest", rest(api, "offset", sync_mode="incremental")), check=1)
     assert "needs an incremental block" in read_result(bizon)["error"]
+
+
+def test_config_validate_reports_an_unknown_endpoint_with_its_line(bizon, api):
+    path = bizon.write("pipeline.yml", pipeline("rest", rest(api, "cursr")))
+    result = bizon.run("config", "validate", path, check=1)
+    assert "pipeline.yml:" in result.stderr
+    assert "source.stream: 'cursr' is not one of the endpoints of this rest_api source" in result.stderr
+    assert "single" in result.stderr  # The declared endpoints are listed.
+    assert api.requests == []

@@ -68,8 +68,8 @@ Result<EndpointSpec> EndpointOf(const Value& source, const std::string& stream) 
       }
     }
     return Fail(InvalidArgumentError(
-        fmt::format("source.stream: '{}' is not one of the endpoints of this rest_api source ({})",
-                    stream, names.empty() ? "none declared" : names)));
+        fmt::format("'{}' is not one of the endpoints of this rest_api source ({})", stream,
+                    names.empty() ? "none declared" : names)));
   }
   EndpointSpec spec;
   spec.name = stream;
@@ -274,6 +274,11 @@ Status RegisterRestApiSource(ConnectorRegistry& registry) {
                    .supports_incremental = true,
                    .description = "Example: stream names are the keys of `endpoints`."}},
       .streams_from_config = true,
+      .check_stream =
+          [](const Value& source_config, const std::string& stream) {
+            auto endpoint = EndpointOf(source_config, stream);
+            return endpoint ? Status::Ok() : endpoint.error();
+          },
       .config =
           {
               .fields =
