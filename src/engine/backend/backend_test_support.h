@@ -18,7 +18,7 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
-#include "connectors/destinations/postgres/postgres_client.h"
+#include "postgres/postgres_client.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 

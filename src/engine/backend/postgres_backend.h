@@ -28,7 +28,7 @@
 #include "bizon/backend.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
-#include "connectors/destinations/postgres/postgres_client.h"
+#include "postgres/postgres_client.h"
 
 namespace bizon {
 

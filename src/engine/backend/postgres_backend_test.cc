@@ -19,7 +19,7 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
-#include "connectors/destinations/postgres/postgres_client.h"
+#include "postgres/postgres_client.h"
 #include "engine/backend/backend_test_support.h"
 
 namespace bizon {

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
-#include "connectors/destinations/postgres/postgres_client.h"
+#include "postgres/postgres_client.h"
 
 namespace bizon {
 

@@ -14,7 +14,7 @@
 
 #include "bizon/clock.h"
 #include "bizon/record_batch.h"
-#include "connectors/destinations/postgres/postgres_client.h"
+#include "postgres/postgres_client.h"
 #include "engine/backend/backend_test_support.h"
 
 namespace bizon {

@@ -1,8 +1,8 @@
 // PgConnection: one libpq connection, with Status errors, RAII results, parameters and COPY.
 //
-// Shared by the postgres destination (this folder) and the postgres backend
-// (engine/backend/postgres_backend.cc), so that libpq-fe.h is included by this folder's .cc only:
-// the header forward-declares libpq's two handle types.
+// Shared by the postgres destination (connectors/destinations/postgres/) and the postgres backend
+// (engine/backend/postgres_backend.cc). libpq-fe.h is included by this folder's .cc only: the
+// header forward-declares libpq's two handle types.
 //
 // Errors: each carries the failure class the connection was opened with (kBackend or
 // kDestination) and a code chosen from the SQLSTATE: a lost or refused connection, an admin

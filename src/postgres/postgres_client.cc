@@ -1,4 +1,4 @@
-#include "connectors/destinations/postgres/postgres_client.h"
+#include "postgres/postgres_client.h"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
