@@ -17,8 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
+from conftest import Bizon
 from conftest_kafka import kafka  # noqa: F401 (fixture)
+from conftest_postgres import pg, postgres  # noqa: F401 (fixtures)
 from conftest_rabbitmq import rabbitmq  # noqa: F401 (fixture)
 from test_engine_support import (
     State,
@@ -149,6 +152,36 @@ def test_two_processes_deliver_every_record_exactly_once(bizon, broker):
     assert State(bizon.cwd).job(consumed["job_id"])["status"] == "succeeded"
     assert "Pipeline finished with status" not in log_of(bizon, "consumer.log")
     assert broker.unconsumed() == 0, "every message is acknowledged once the run published"
+
+
+def test_hosts_sharing_a_postgres_backend(bizon, broker, pg):  # noqa: F811
+    """The multi-host layout: the producer runs in a directory of its own (another host: no
+    shared files), the consumer writes the file destination; they share only the PostgreSQL
+    backend and the broker."""
+    count = 30_000
+    text = yaml_with_postgres(pg, broker, count)
+    producer_host = Bizon(bizon.binary, bizon.cwd / "producer_host")
+    producer_host.cwd.mkdir()
+    producer = start(producer_host, "run", producer_host.write("pipeline.yml", text), "--role",
+                     "producer", "--result-json", "p.json", log="producer.log")
+    consumer = start(bizon, "run", bizon.write("pipeline.yml", text), "--role", "consumer",
+                     "--result-json", "c.json", log="consumer.log")
+    assert finish(consumer) == 0, log_of(bizon, "consumer.log")
+    assert finish(producer) == 0, log_of(producer_host, "producer.log")
+    assert_exactly_once(bizon, count)
+    assert not (producer_host.cwd / "out.json").exists()
+    assert [job["status"] for job in pg.jobs()] == ["succeeded"]
+    assert read_result(producer_host.cwd / "p.json")["job_id"] == pg.jobs()[0]["id"]
+
+
+def yaml_with_postgres(pg, broker: Broker, count: int) -> str:
+    config = {
+        "name": "hosts",
+        "source": generator(count=count, page_size=500),
+        "destination": file_destination(buffer_size=0.2),
+        "engine": {**broker.queue(), "backend": pg.backend()},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
 
 
 def test_role_all_runs_both_sides_through_the_broker(bizon, broker):
