@@ -2,16 +2,64 @@
 
 #include <fmt/format.h>
 
+#include <climits>
+
 #include "bizon/clock.h"
 #include "bizon/value.h"
 
 namespace bizon {
 
+namespace {
+
+/// Writes `value` as exactly `width` decimal digits at `out`.
+void PutDigits(char* out, int64_t value, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+}
+
+}  // namespace
+
 void AppendRfc3339(std::string& out, int64_t micros) {
-  UtcTime t = SplitUtc(micros);
-  fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year, t.month,
-                 t.day, t.hour, t.minute, t.second);
-  if (t.microsecond != 0) fmt::format_to(std::back_inserter(out), ".{:06}", t.microsecond);
+  // Three timestamps per record, and the records of a batch mostly share their second: the
+  // calendar split and the formatting of "YYYY-MM-DDTHH:MM:SS" are kept for the last second seen.
+  thread_local int64_t cached_second = INT64_MIN;
+  thread_local char cached_text[19];
+  int64_t second = micros / 1'000'000;
+  int64_t fraction = micros % 1'000'000;
+  if (fraction < 0) {
+    fraction += 1'000'000;
+    second -= 1;
+  }
+  if (second != cached_second) {
+    UtcTime t = SplitUtc(second * 1'000'000);
+    if (t.year < 0 || t.year > 9999) {  // Outside what four digits hold: the general path.
+      fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year,
+                     t.month, t.day, t.hour, t.minute, t.second);
+      if (fraction != 0) fmt::format_to(std::back_inserter(out), ".{:06}", fraction);
+      out.append("+00:00");
+      return;
+    }
+    PutDigits(cached_text, t.year, 4);
+    cached_text[4] = '-';
+    PutDigits(cached_text + 5, t.month, 2);
+    cached_text[7] = '-';
+    PutDigits(cached_text + 8, t.day, 2);
+    cached_text[10] = 'T';
+    PutDigits(cached_text + 11, t.hour, 2);
+    cached_text[13] = ':';
+    PutDigits(cached_text + 14, t.minute, 2);
+    cached_text[16] = ':';
+    PutDigits(cached_text + 17, t.second, 2);
+    cached_second = second;
+  }
+  out.append(cached_text, sizeof(cached_text));
+  if (fraction != 0) {
+    char digits[7] = {'.'};
+    PutDigits(digits + 1, fraction, 6);
+    out.append(digits, sizeof(digits));
+  }
   out.append("+00:00");
 }
 

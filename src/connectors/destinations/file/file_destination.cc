@@ -295,15 +295,17 @@ Status FileDestination::AppendUnnested(std::string& out, std::string_view destin
 }
 
 Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
-  // Group lines by target file, keeping the order of first appearance.
-  std::vector<std::pair<std::string, std::string>> outputs;
+  // Group lines by target file, keeping the order of first appearance. The buffers are kept
+  // between writes: allocating a fresh one of buffer_size bytes per write made the kernel map
+  // and zero it again every time, the largest cost of a fast source.
+  for (auto& [name, text] : outputs_) text.clear();
   auto output_for = [&](std::string_view id) -> std::string& {
-    for (auto& [name, text] : outputs) {
+    for (auto& [name, text] : outputs_) {
       if (name == id) return text;
     }
-    outputs.emplace_back(std::string(id), std::string());
-    outputs.back().second.reserve(records.PayloadBytes() * 2 + records.size() * 240);
-    return outputs.back().second;
+    outputs_.emplace_back(std::string(id), std::string());
+    outputs_.back().second.reserve(records.PayloadBytes() * 2 + records.size() * 240);
+    return outputs_.back().second;
   };
   for (size_t i = 0; i < records.size(); ++i) {
     std::string_view id = records.destination_id(i);
@@ -316,7 +318,8 @@ Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_
     }
     out.push_back('\n');
   }
-  for (const auto& [id, text] : outputs) {
+  for (const auto& [id, text] : outputs_) {
+    if (text.empty()) continue;  // A file of an earlier write that this one did not touch.
     if (!lengths_.contains(id)) BIZON_RETURN_IF_ERROR(Track(id));
     BIZON_RETURN_IF_ERROR(AppendDurably(StagingPath(id), text));
     lengths_[id] += static_cast<int64_t>(text.size());

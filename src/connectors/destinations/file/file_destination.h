@@ -23,6 +23,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bizon/registry.h"
@@ -65,6 +66,8 @@ class FileDestination final : public Destination {
   /// refresh's Finalize() has started renaming.
   std::map<std::string, int64_t, std::less<>> starts_;
   bool published_ = false;
+  /// Lines of the current Write() by destination id, reused from one write to the next.
+  std::vector<std::pair<std::string, std::string>> outputs_;
 };
 
 }  // namespace bizon

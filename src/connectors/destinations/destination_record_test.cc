@@ -1,0 +1,49 @@
+#include "connectors/destinations/destination_record.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bizon/clock.h"
+
+namespace bizon {
+namespace {
+
+std::string Rfc3339(int64_t micros) {
+  std::string out;
+  AppendRfc3339(out, micros);
+  return out;
+}
+
+TEST(AppendRfc3339Test, FormatsUtcWithOptionalMicroseconds) {
+  EXPECT_EQ(Rfc3339(0), "1970-01-01T00:00:00+00:00");
+  EXPECT_EQ(Rfc3339(1'706'702'400'123'456), "2024-01-31T12:00:00.123456+00:00");
+  EXPECT_EQ(Rfc3339(1'706'702'400'000'001), "2024-01-31T12:00:00.000001+00:00");
+  // The cached second must not leak into the next one, nor back into an earlier one.
+  EXPECT_EQ(Rfc3339(1'706'702'401'000'000), "2024-01-31T12:00:01+00:00");
+  EXPECT_EQ(Rfc3339(1'706'702'400'500'000), "2024-01-31T12:00:00.500000+00:00");
+  EXPECT_EQ(Rfc3339(-1), "1969-12-31T23:59:59.999999+00:00");
+  EXPECT_EQ(Rfc3339(951'782'400'000'000), "2000-02-29T00:00:00+00:00");
+}
+
+TEST(AppendRfc3339Test, MatchesTheSharedIsoFormatter) {
+  for (int64_t micros = -86'400'000'000; micros < 4'000'000'000'000'000;
+       micros += 97'531'234'567'891) {
+    std::string expected = FormatIsoTimestamp(micros);  // "...T..:..:...ffffffZ"
+    expected.pop_back();
+    if (expected.ends_with(".000000")) expected.resize(expected.size() - 7);
+    EXPECT_EQ(Rfc3339(micros), expected + "+00:00") << micros;
+  }
+}
+
+TEST(NewUuidHexTest, IsVersion4Hex) {
+  std::string id = NewUuidHex();
+  ASSERT_EQ(id.size(), 32u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(id[12], '4');
+  EXPECT_NE(std::string("89ab").find(id[16]), std::string::npos);
+  EXPECT_NE(NewUuidHex(), id);
+}
+
+}  // namespace
+}  // namespace bizon
