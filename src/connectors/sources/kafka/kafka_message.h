@@ -75,6 +75,9 @@ Result<DecodedJson> DecodeJsonValue(std::string_view bytes);
 /// Parses a message key: it must be UTF-8 JSON (no repairs, as the original). Returns the text.
 Result<std::string_view> DecodeJsonKey(std::string_view bytes);
 
+/// Appends the decimal digits of `value`.
+void AppendInteger(std::string& out, int64_t value);
+
 /// The record id: "partition_<p>_offset_<o>".
 std::string RecordId(int32_t partition, int64_t offset);
 

@@ -425,10 +425,11 @@ Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& r
   record_buffer_.clear();
   AppendRecordJson(record_buffer_, parts);
   auto route = topic_map_.find(topic);
-  char id[64];
-  auto written =
-      fmt::format_to_n(id, sizeof(id), "partition_{}_offset_{}", message.partition, message.offset);
-  records.Add(std::string_view(id, written.size), record_buffer_, parts.timestamp_ms * 1000,
+  id_buffer_.assign("partition_");
+  AppendInteger(id_buffer_, message.partition);
+  id_buffer_ += "_offset_";
+  AppendInteger(id_buffer_, message.offset);
+  records.Add(id_buffer_, record_buffer_, parts.timestamp_ms * 1000,
               route != topic_map_.end() ? std::string_view(route->second) : std::string_view());
   return Status::Ok();
 }

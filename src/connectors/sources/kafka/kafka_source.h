@@ -130,6 +130,7 @@ class KafkaSource final : public Source {
   // Reused buffers.
   std::string value_buffer_;
   std::string record_buffer_;
+  std::string id_buffer_;
 };
 
 }  // namespace bizon::kafka
