@@ -299,3 +299,17 @@ def test_producer_without_consumer_gives_up_clearly(bizon, rabbitmq):  # noqa: F
     assert "start `bizon run --role consumer`" in result.stderr
     assert read_result(bizon.cwd / "p.json")["role"] == "producer"
     assert not rabbitmq.queue_exists(broker.name), "it gave up before publishing anything"
+
+
+def test_refused_credentials_are_a_clear_queue_error(bizon, rabbitmq):  # noqa: F811
+    broker = Broker("rabbitmq", rabbitmq)
+    queue = broker.queue()
+    queue["queue"]["config"]["queue"]["password"] = "not-the-password-4812"
+    text = pipeline("refused", generator(count=10), file_destination(), engine=queue)
+    result = bizon.run("run", bizon.write("p.yml", text), "--result-json", "r.json", check=1)
+    assert f"cannot log in to {rabbitmq.host}:{rabbitmq.port} as {rabbitmq.user}" in result.stderr
+    assert "ACCESS_REFUSED" in result.stderr
+    assert "not-the-password-4812" not in result.stderr
+    outcome = read_result(bizon.cwd / "r.json")
+    assert (outcome["failure_class"], outcome["consumer"]) == ("queue", "queue_error")
+    assert not (bizon.cwd / "out.json").exists()
