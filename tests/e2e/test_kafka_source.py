@@ -431,3 +431,31 @@ def test_check_connection_errors(bizon, kafka):
     result = bizon.run("run", bizon.write("p.yml", config_text(no_topics)), timeout=60)
     assert result.returncode != 0
     assert "No topics configured" in result.stderr
+
+
+def test_registry_basic_auth_is_sent_and_kept_out_of_logs(bizon, kafka, schema_registry):
+    schema = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}
+    schema_id = schema_registry.register("auth-value", schema)
+    schema_registry.require_auth("reader", "registry-pw-9876")
+    topic = kafka.create_topic()
+    kafka.produce(topic, [apicurio_avro(schema_id, schema, {"id": i}) for i in range(3)])
+    source = kafka_source(kafka, {topic: "out"}, sync_mode="full_refresh", message_encoding="avro")
+    source["authentication"] = {"type": "basic", "params": {"username": "", "password": ""},
+                                "schema_registry_url": schema_registry.url,
+                                "schema_registry_username": "reader",
+                                "schema_registry_password": "wrong-pw-5555"}
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    refused = bizon.run("run", config)
+    assert refused.returncode != 0
+    assert "401" in refused.stderr
+    assert "wrong-pw-5555" not in refused.stderr
+
+    source["authentication"]["schema_registry_password"] = "registry-pw-9876"
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config)
+    assert result.returncode == 0, result.stderr
+    assert [record["value"] for record in data_of(bizon, "out")] == [{"id": i} for i in range(3)]
+    assert "registry-pw-9876" not in result.stderr
+    granted = [r for r in schema_registry.requests if r.status == 200]
+    assert [(r.method, r.path, r.user) for r in granted] == [
+        ("GET", f"/apis/registry/v2/ids/globalIds/{schema_id}", "reader")]
