@@ -35,6 +35,10 @@ struct SourceContext {
 struct DestinationContext {
   SyncMetadata sync;
   Value config;
+  /// True when the backend knows the job `job_id` and it will never succeed (failed, cancelled,
+  /// or replaced by a newer job), so that what it left half done can be undone. Null when the
+  /// caller cannot tell.
+  std::function<Result<bool>(const std::string& job_id)> job_abandoned;
 };
 
 using SourceFactory = std::function<Result<std::unique_ptr<Source>>(const SourceContext&)>;

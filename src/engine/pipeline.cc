@@ -673,7 +673,14 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                     .sync_mode = plan.MaterializationMode(settings.sync_mode),
                     .destination_name = settings.destination_name,
                     .reset = plan.is_reset};
-  parts.destination_context = {.sync = sync, .config = settings.destination_config};
+  parts.destination_context = {
+      .sync = sync,
+      .config = settings.destination_config,
+      .job_abandoned = [&backend](const std::string& job_id) -> Result<bool> {
+        // Called while this run's new job exists, so an unfinished earlier one is abandoned.
+        BIZON_ASSIGN_OR_RETURN(std::optional<StreamJob> job, backend.GetStreamJobById(job_id));
+        return job.has_value() && job->status != JobStatus::kSucceeded;
+      }};
   RunOutcome outcome;
   outcome.job_id = plan.job.id;
   outcome.role = options.role;

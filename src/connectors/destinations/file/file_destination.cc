@@ -131,7 +131,9 @@ Status CopyAppend(const std::string& from, const std::string& to) {
 }  // namespace
 
 FileDestination::FileDestination(const DestinationContext& context)
-    : sync_(context.sync), unnest_(context.config.GetBool("unnest", false)) {
+    : sync_(context.sync),
+      job_abandoned_(context.job_abandoned),
+      unnest_(context.config.GetBool("unnest", false)) {
   default_destination_id_ = context.config.GetString("destination_id");
   if (default_destination_id_.empty()) {
     default_destination_id_ = sync_.source_name + "_" + sync_.stream_name;
@@ -242,13 +244,38 @@ Status FileDestination::Open(const Value& resume_state) {
     return own_manifest ? Status::Ok() : SaveManifest();
   }
   // A fresh job: anything staged belongs to an abandoned job whose rows will be fetched again.
-  std::string journal = JournalPath(default_destination_id_);
-  if (std::filesystem::exists(journal)) {
-    spdlog::warn("File destination: removing the append journal {} left by an earlier job",
-                 journal);
-    ::unlink(journal.c_str());
-  }
+  BIZON_RETURN_IF_ERROR(UndoAbandonedAppend(default_destination_id_));
   return Track(default_destination_id_);
+}
+
+Status FileDestination::UndoAbandonedAppend(const std::string& destination_id) {
+  std::string journal = JournalPath(destination_id);
+  std::ifstream existing(journal);
+  if (!existing) return Status::Ok();
+  int64_t main_length = -1;
+  std::string journal_job;
+  existing >> main_length >> journal_job;
+  existing.close();
+  // The journal outlives its job only when the job stopped between the start of its append and
+  // the end of OnJobSucceeded(). A job that did not succeed is read again by this one (its window
+  // was never closed), so what it appended must go; a succeeded one's append is complete.
+  bool undo = false;
+  if (main_length >= 0 && !journal_job.empty() && journal_job != sync_.job_id && job_abandoned_) {
+    BIZON_ASSIGN_OR_RETURN(undo, job_abandoned_(journal_job));
+  }
+  std::string main = MainPath(destination_id);
+  if (undo && FileLength(main) > main_length) {
+    spdlog::warn(
+        "File destination: job {} stopped while appending to {} and was abandoned; truncating it "
+        "back to {} bytes, since this job reads those records again",
+        journal_job, main, main_length);
+    BIZON_RETURN_IF_ERROR(TruncateTo(main, main_length));
+  } else {
+    spdlog::warn("File destination: removing the append journal {} left by job {}", journal,
+                 journal_job);
+  }
+  ::unlink(journal.c_str());
+  return Status::Ok();
 }
 
 Status FileDestination::AppendUnnested(std::string& out, std::string_view destination_id,

@@ -56,7 +56,12 @@ class FileDestination final : public Destination {
                         std::string_view record_id);
   Value CurrentState() const;
 
+  /// Undoes the append of an earlier job that stopped part-way through its Finalize() and was
+  /// then abandoned: its records are read again by this job.
+  Status UndoAbandonedAppend(const std::string& destination_id);
+
   SyncMetadata sync_;
+  std::function<Result<bool>(const std::string& job_id)> job_abandoned_;
   std::string default_destination_id_;
   bool unnest_;
   std::map<std::string, std::vector<Column>, std::less<>> schemas_;

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "bizon/clock.h"
 
@@ -23,8 +25,11 @@ class FileDestinationTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<FileDestination> Make(SyncMode mode, const std::string& job_id) {
+  std::unique_ptr<FileDestination> Make(
+      SyncMode mode, const std::string& job_id,
+      std::function<Result<bool>(const std::string&)> job_abandoned = nullptr) {
     DestinationContext context;
+    context.job_abandoned = std::move(job_abandoned);
     context.sync = {.name = "pipeline",
                     .job_id = job_id,
                     .source_name = "generator",
@@ -157,6 +162,56 @@ TEST_F(FileDestinationTest, IncrementalAppendInterruptedHalfWayIsRedoneNotDouble
   ASSERT_OK(resumed->OnJobSucceeded());
   EXPECT_EQ(Lines("out.json"), 5);
   EXPECT_FALSE(std::filesystem::exists(Path("out_incremental.json")));
+}
+
+// The crashed job of the test above is never resumed: a run with force_ignore_checkpoint
+// abandons it and starts a new job, which reads its records again. Its append must be undone.
+TEST_F(FileDestinationTest, AppendOfAnAbandonedJobIsUndoneByTheNextJob) {
+  {
+    auto first = Make(SyncMode::kIncremental, "job1");
+    ASSERT_OK(first->Open(Value()));
+    ASSERT_TRUE(first->Write(Batch(0, 3), NowMicros()).has_value());
+    ASSERT_OK(first->Finalize());
+    ASSERT_OK(first->OnJobSucceeded());
+  }
+  {
+    auto crashed = Make(SyncMode::kIncremental, "job2");
+    ASSERT_OK(crashed->Open(Value()));
+    ASSERT_TRUE(crashed->Write(Batch(3, 2), NowMicros()).has_value());
+    ASSERT_OK(crashed->Finalize());  // Appended, then died; then cancelled by the next run.
+  }
+  ASSERT_EQ(Lines("out.json"), 5);
+  std::vector<std::string> asked;
+  auto abandoned = [&asked](const std::string& job_id) -> Result<bool> {
+    asked.push_back(job_id);
+    return job_id == "job2";
+  };
+  auto next = Make(SyncMode::kIncremental, "job3", abandoned);
+  ASSERT_OK(next->Open(Value()));
+  EXPECT_EQ(asked, std::vector<std::string>{"job2"});
+  EXPECT_EQ(Lines("out.json"), 3);  // job1's rows only: job3 reads job2's again.
+  ASSERT_TRUE(next->Write(Batch(3, 4), NowMicros()).has_value());
+  ASSERT_OK(next->Finalize());
+  ASSERT_OK(next->OnJobSucceeded());
+  EXPECT_EQ(Lines("out.json"), 7);
+  EXPECT_FALSE(std::filesystem::exists(Path("out.json.bizon-append")));
+}
+
+// A journal left by a job that did succeed (it died between being marked succeeded and removing
+// the journal) is only removed: its append is complete.
+TEST_F(FileDestinationTest, JournalOfASucceededJobLeavesTheFileAlone) {
+  {
+    auto crashed = Make(SyncMode::kIncremental, "job1");
+    ASSERT_OK(crashed->Open(Value()));
+    ASSERT_TRUE(crashed->Write(Batch(0, 3), NowMicros()).has_value());
+    ASSERT_OK(crashed->Finalize());
+  }
+  ASSERT_TRUE(std::filesystem::exists(Path("out.json.bizon-append")));
+  auto next = Make(SyncMode::kIncremental, "job2",
+                   [](const std::string&) -> Result<bool> { return false; });
+  ASSERT_OK(next->Open(Value()));
+  EXPECT_EQ(Lines("out.json"), 3);
+  EXPECT_FALSE(std::filesystem::exists(Path("out.json.bizon-append")));
 }
 
 }  // namespace
