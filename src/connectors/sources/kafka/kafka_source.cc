@@ -145,6 +145,7 @@ Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
             fmt::format("source.consumer_config.{}: expected a string, number or boolean", key)));
       }
       options.client_settings.emplace_back(key, SettingText(value));
+      if (IsSecretSetting(key)) SecretMask::Global().Add(options.client_settings.back().second);
     }
   }
   auto set = [&](std::string key, std::string value) {
