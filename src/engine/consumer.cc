@@ -79,7 +79,10 @@ void Consumer::Add(QueueMessage& message) {
   }
   buffer_.to_iteration = message.iteration;
   buffer_.pagination = std::move(message.next_pagination);
-  if (buffer_.records.empty()) {
+  // The first batch is taken as it is, unless the buffer kept room from earlier flushes: then it
+  // is copied in, so the buffer grows once per run rather than once per flush.
+  if (buffer_.records.empty() &&
+      buffer_.records.payload_buffer().capacity() < message.records.PayloadBytes()) {
     buffer_.records = std::move(message.records);
   } else {
     buffer_.records.AppendRange(message.records, 0, message.records.size());
