@@ -265,7 +265,11 @@ class RabbitmqReceiver final : public BrokerReceiver {
     unacked_.clear();
     unacked_bytes_ = 0;
     prefetch_ = std::clamp(connection_.config().prefetch_count, 1, 65535);
-    amqp_basic_qos(connection_.state(), kChannel, 0, static_cast<uint16_t>(prefetch_), 0);
+    // Channel-wide (global): RabbitMQ applies a per-consumer limit only to consumers started
+    // after it, while a channel's limit can be raised under a running consumer. The channel has
+    // this one consumer, so both mean the same.
+    amqp_basic_qos(connection_.state(), kChannel, 0, static_cast<uint16_t>(prefetch_),
+                   /*global=*/1);
     BIZON_RETURN_IF_ERROR(connection_.Check("set the prefetch"));
     amqp_basic_consume(connection_.state(), kChannel, Bytes(connection_.config().queue_name),
                        amqp_empty_bytes, 0, /*no_ack=*/0, 0, amqp_empty_table);
@@ -343,7 +347,8 @@ class RabbitmqReceiver final : public BrokerReceiver {
       return;
     }
     prefetch_ = std::min(65535, prefetch_ * 2);
-    amqp_basic_qos(connection_.state(), kChannel, 0, static_cast<uint16_t>(prefetch_), 0);
+    amqp_basic_qos(connection_.state(), kChannel, 0, static_cast<uint16_t>(prefetch_),
+                   /*global=*/1);
     // The reply may sit behind deliveries already in flight; amqp_basic_qos waits for it and
     // keeps those deliveries for amqp_consume_message.
     if (!connection_.Check("raise the prefetch").ok()) ++session_;
