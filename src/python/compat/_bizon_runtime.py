@@ -59,7 +59,34 @@ def transform_codec():
 
 
 # Source records: json.dumps(data, ensure_ascii=False), the original's producer encoding.
-record_dumps = json.JSONEncoder(ensure_ascii=False).encode
+_record_encoder = json.JSONEncoder(ensure_ascii=False)
+
+
+def _make_record_dumps():
+    """JSONEncoder.encode builds a new C encoder on every call (c_make_encoder, in iterencode):
+    a third of the per-record cost of a custom source. This one is built once; same bytes.
+    Falls back to encode() when the C accelerators are missing."""
+    from json import encoder
+
+    if encoder.c_make_encoder is None or encoder.c_encode_basestring is None:
+        return _record_encoder.encode
+    markers = {}
+    c_encoder = encoder.c_make_encoder(
+        markers, _record_encoder.default, encoder.c_encode_basestring, None,
+        _record_encoder.key_separator, _record_encoder.item_separator, False, False, True)
+    join = "".join
+
+    def dumps(data):
+        try:
+            return join(c_encoder(data, 0))
+        except BaseException:
+            markers.clear()  # The circular-reference registry of the failed call.
+            raise
+
+    return dumps
+
+
+record_dumps = _make_record_dumps()
 
 
 def format_exception(exc, tb=None):
