@@ -6,8 +6,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 

@@ -18,9 +18,9 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
-#include "postgres/postgres_client.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
+#include "postgres/postgres_client.h"
 
 namespace bizon::testing_support {
 

@@ -19,8 +19,8 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
-#include "postgres/postgres_client.h"
 #include "engine/backend/backend_test_support.h"
+#include "postgres/postgres_client.h"
 
 namespace bizon {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "bizon/clock.h"
 #include "bizon/record_batch.h"
-#include "postgres/postgres_client.h"
 #include "engine/backend/backend_test_support.h"
+#include "postgres/postgres_client.h"
 
 namespace bizon {
 namespace {
