@@ -263,6 +263,11 @@ TEST_P(BackendConformanceTest, PendingResetIsTheNewestRequest) {
   EXPECT_EQ(pending->requested_at_us, newer.requested_at_us);
   EXPECT_FALSE(pending->consumed_at_us.has_value());
   EXPECT_FALSE(pending->consumed_by_job_id.has_value());
+
+  // Once the newest is consumed, the older request is the pending one.
+  StreamJob job = NewJob();
+  ASSERT_OK(backend().ConsumeStreamReset(newer.id, job.id));
+  EXPECT_EQ(ValueOrDie(backend().GetPendingStreamReset(kKey))->id, older.id);
 }
 
 TEST_P(BackendConformanceTest, ConsumedResetIsFoundByJobId) {
@@ -277,6 +282,7 @@ TEST_P(BackendConformanceTest, ConsumedResetIsFoundByJobId) {
   EXPECT_EQ(consumed->consumed_by_job_id, job.id);
   ASSERT_TRUE(consumed->consumed_at_us.has_value());
   EXPECT_GE(*consumed->consumed_at_us, reset.requested_at_us);
+  EXPECT_EQ(consumed->requested_at_us, reset.requested_at_us);
 
   // A retry by the same job succeeds; another job lost the race; an unknown id is not found.
   ASSERT_OK(backend().ConsumeStreamReset(reset.id, job.id));
