@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 from test_engine_support import (
     State,
+    dummy,
     file_destination,
     generator,
     ids_in,
@@ -213,3 +214,18 @@ def test_stream_mode_on_thread_runner_keeps_the_job_open(bizon):
     jobs = State(bizon.cwd).jobs()
     assert len(jobs) == 1 and jobs[0]["status"] == "running"
     assert line_count(bizon.cwd / "out.json") == 30
+
+
+def test_dummy_stream_routes_page_two_to_routed_and_the_rest_to_the_stream(bizon):
+    # The dummy's stream mode routes records by their own destination id (spec: page 2 to
+    # "routed", pages 1 and 3 to the stream), so the file destination writes one file per id.
+    config = bizon.write("p.yml", pipeline("dummy-stream", dummy("creatures", sync_mode="stream"),
+                                           engine=runner("stream")))
+    bizon.run("run", config, "--result-json", "r.json", check=0)
+    assert read_result(bizon.cwd / "r.json")["stream"] == "success"
+    names = sorted(path.name for path in bizon.cwd.glob("*.json") if path.name != "r.json")
+    assert names == ["creatures.json", "routed.json"]
+    assert [json.loads(row["source_data"])["id"] for row in bizon.read_ndjson("creatures.json")] == [
+        9898, 88787, 56565]
+    assert [json.loads(row["source_data"])["id"] for row in bizon.read_ndjson("routed.json")] == [
+        98, 3333]

@@ -49,8 +49,12 @@ Result<SourceIteration> DummySource::Get(const Value& pagination) {
     std::string json =
         fmt::format(R"({{"id":{},"name":"{}","age":{}}})", record.id, name, record.age);
     // In stream mode the original routes page-2 records to "routed", the others to the stream.
+    // Both arms are views: a `?:` mixing a literal with `stream_` would make a std::string
+    // temporary, and the view would outlive it.
     std::string_view destination;
-    if (sync_mode_ == SyncMode::kStream) destination = next == "final-cursor" ? "routed" : stream_;
+    if (sync_mode_ == SyncMode::kStream) {
+      destination = next == "final-cursor" ? std::string_view("routed") : std::string_view(stream_);
+    }
     iteration.records.Add(std::to_string(record.id), json, now, destination);
   }
   if (!next.empty()) {
