@@ -256,7 +256,8 @@ class Walker {
         Error(child_path, child->mark(), "required key must not be null");
         continue;
       }
-      if (!field.deprecated.empty()) {
+      // A deprecated key set to its default (`reset: false`) asks for nothing: no warning.
+      if (!field.deprecated.empty() && !(field.default_value && *child == *field.default_value)) {
         Warning(child_path, child->mark(), "deprecated: " + field.deprecated);
       }
       out.Set(field.name, Validate(field, *child, child_path));

@@ -23,6 +23,10 @@ FieldSpec ExampleSpec() {
             .maximum = 100},
            {.name = "flag", .type = FieldType::kBoolean},
            {.name = "old", .type = FieldType::kString, .deprecated = "use new"},
+           {.name = "legacy_reset",
+            .type = FieldType::kBoolean,
+            .default_value = Value(false),
+            .deprecated = "use --reset"},
            {.name = "items", .type = FieldType::kList, .items = {{.type = FieldType::kInteger}}},
            {.name = "backend",
             .type = FieldType::kObject,
@@ -99,6 +103,16 @@ TEST(ValidatorTest, DeprecatedKeyWarns) {
   EXPECT_FALSE(result.has_errors());
   ASSERT_TRUE(result.has_warnings());
   EXPECT_EQ(result.diagnostics[0].Format("test.yml"), "test.yml:2: old: deprecated: use new");
+}
+
+TEST(ValidatorTest, DeprecatedKeyAtItsDefaultDoesNotWarn) {
+  ValidationResult off = ValidateText("name: x\nlegacy_reset: false\n");
+  EXPECT_FALSE(off.has_errors());
+  EXPECT_FALSE(off.has_warnings()) << off.diagnostics[0].Format("test.yml");
+  ValidationResult on = ValidateText("name: x\nlegacy_reset: true\n");
+  ASSERT_TRUE(on.has_warnings());
+  EXPECT_EQ(on.diagnostics[0].Format("test.yml"),
+            "test.yml:2: legacy_reset: deprecated: use --reset");
 }
 
 TEST(ValidatorTest, ListItemsAreValidatedWithIndexInPath) {

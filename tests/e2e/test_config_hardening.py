@@ -1,0 +1,113 @@
+"""Config edge cases a new user meets: an alias bomb, deprecated keys at their default, blocks this
+build does not act on yet, and record schemas given per stream."""
+
+from __future__ import annotations
+
+import time
+
+import yaml
+
+from test_engine_support import DUMMY_AUTH, read_result
+from test_python_support import DATA, needs_custom_source
+
+QUICKSTART = yaml.safe_dump({
+    "name": "hardening",
+    "source": {"name": "dummy", "stream": "creatures", "authentication": DUMMY_AUTH},
+    "destination": {"name": "logger", "config": {"dummy": "dummy"}},
+}, sort_keys=False)
+
+
+def alias_bomb(levels: int = 12) -> str:
+    """About a kilobyte that names 9^12 nodes: each anchor holds nine aliases of the previous."""
+    lines = ["name: bomb", "l0: &l0 [lol]"]
+    for level in range(1, levels):
+        uses = ", ".join([f"*l{level - 1}"] * 9)
+        lines.append(f"l{level}: &l{level} [{uses}]")
+    lines += ["source:", "  name: dummy", "  stream: creatures",
+              "  authentication: {type: api_key, params: {token: dummy_key}}",
+              f"  extra: *l{levels - 1}", "destination:", "  name: logger",
+              "  config: {dummy: dummy}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_is_refused_quickly_by_validate_and_run(bizon):
+    config = bizon.write("bomb.yml", alias_bomb())
+    assert len(config.read_bytes()) < 1200
+    for command in (["config", "validate", config], ["run", config, "--result-json", "r.json"]):
+        started = time.monotonic()
+        result = bizon.run(*command, timeout=20)
+        assert time.monotonic() - started < 5, "the loader expanded the aliases"
+        assert result.returncode == 1, result.stderr
+        # The seventh *l4 inside l5 is the first use that takes the document past the bound.
+        assert f"{config}:7: the alias *l4 expands the document past 100000 nodes" in result.stderr
+    outcome = read_result(bizon.cwd / "r.json")
+    assert outcome["failure_class"] == "config"
+    assert not (bizon.cwd / "bizon.sqlite3").exists()
+
+
+def test_reset_false_is_not_a_deprecation_warning(bizon):
+    text = QUICKSTART.replace("  stream: creatures\n", "  stream: creatures\n  reset: false\n")
+    config = bizon.write("p.yml", text)
+    result = bizon.run("config", "validate", config, "--strict")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+    # Asking for the reset in the file still draws the warning, and --strict refuses it.
+    config = bizon.write("p.yml", text.replace("reset: false", "reset: true"))
+    result = bizon.run("config", "validate", config, "--strict")
+    assert result.returncode == 1
+    assert f"{config}:5: source.reset: deprecated" in result.stderr
+
+
+def test_unbuilt_monitoring_and_alerting_are_named_by_validate_and_run(bizon):
+    text = QUICKSTART + (
+        "monitoring:\n  type: datadog\n  config:\n    datadog_agent_host: 127.0.0.1\n"
+        "alerting:\n  type: slack\n  config:\n    webhook_url: https://hooks.invalid/x\n"
+        "  log_levels: [ERROR]\n")
+    config = bizon.write("p.yml", text)
+    monitoring_line = text.splitlines().index("monitoring:") + 1
+    alerting_line = text.splitlines().index("alerting:") + 1
+    validated = bizon.run("config", "validate", config)
+    assert validated.returncode == 0, validated.stderr
+    ran = bizon.run("run", config)
+    assert ran.returncode == 0, ran.stderr
+    for result in (validated, ran):
+        assert (f"{config}:{monitoring_line + 1}: monitoring: monitoring is not built into this "
+                "binary yet: no metrics or traces will be sent") in result.stderr
+        assert (f"{config}:{alerting_line + 1}: alerting: alerting is not built into this binary "
+                "yet: no alert will be sent") in result.stderr
+    strict = bizon.run("config", "validate", config, "--strict")
+    assert strict.returncode == 1
+
+
+def test_gsm_reference_skipped_at_validation_is_still_named(bizon):
+    config = bizon.write("p.yml", QUICKSTART.replace("token: dummy_key", "token: gsm://my-token"))
+    result = bizon.run("config", "validate", config, "--skip-references")
+    assert result.returncode == 0, result.stderr
+    assert "source.authentication.params.token: gsm:// references cannot be resolved" in result.stderr
+    assert "my-token" not in result.stderr
+
+
+@needs_custom_source
+def test_record_schema_of_a_stream_reaches_the_unnesting_destination(bizon):
+    config = {
+        "name": "routed",
+        "source": {"name": "routed", "stream": "changes", "sync_mode": "stream",
+                   "max_iterations": 1},
+        "destination": {"name": "file", "config": {"unnest": True}},
+        "streams": [
+            {"name": "users", "destination": {"table_id": "shop.crm.users", "record_schema": [
+                {"name": "id", "type": "INTEGER"}, {"name": "email", "type": "STRING"}]}},
+            {"name": "orders", "destination": {"table_id": "shop.crm.orders", "record_schema": [
+                {"name": "id", "type": "INTEGER"}, {"name": "user_id", "type": "INTEGER"},
+                {"name": "total", "type": "FLOAT"}]}},
+        ],
+        "engine": {"runner": {"type": "stream"}},
+    }
+    path = bizon.write("p.yml", yaml.safe_dump(config, sort_keys=False))
+    result = bizon.run("run", path, "--custom-source", DATA / "routed_source.py",
+                       "--result-json", "r.json")
+    assert result.returncode == 0, result.stderr
+    assert bizon.read_ndjson("shop.crm.users.json") == [
+        {"id": 1, "email": "ada@example.org"}, {"id": 2, "email": "grace@example.org"}]
+    assert bizon.read_ndjson("shop.crm.orders.json") == [
+        {"id": 10, "user_id": 1, "total": 12.5}, {"id": 11, "user_id": 2, "total": 7.0}]
