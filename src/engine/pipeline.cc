@@ -97,8 +97,8 @@ std::string RunOutcome::ToJson() const {
 
 namespace {
 
-std::string_view ErrorType(const Status& status) {
-  switch (status.failure_class()) {
+std::string_view ErrorType(FailureClass failure_class) {
+  switch (failure_class) {
     case FailureClass::kConfig:
       return "ConfigError";
     case FailureClass::kSource:
@@ -145,9 +145,13 @@ FailureClass ClassOf(ReturnStatus status) {
   return FailureClass::kUnknown;
 }
 
+/// The error text carries the run's one failure class: the outcome's, once the runner has
+/// blamed a side, so `failure_class` and the text's prefix never disagree.
 void NoteError(RunOutcome& outcome, const Status& status) {
   if (status.ok() || !outcome.error.empty()) return;
-  outcome.error = fmt::format("{}: {}", ErrorType(status), status.message());
+  FailureClass failure_class =
+      outcome.failure_class != FailureClass::kNone ? outcome.failure_class : status.failure_class();
+  outcome.error = fmt::format("{}: {}", ErrorType(failure_class), status.message());
 }
 
 RunOutcome EarlyFailure(FailureClass failure_class, const Status& status) {

@@ -87,8 +87,30 @@ def payloads(rows: list[dict]) -> list[dict]:
     return [json.loads(row["source_data"]) for row in rows]
 
 
+ERROR_TYPES = {
+    "config": "ConfigError",
+    "source": "SourceError",
+    "destination": "DestinationError",
+    "backend": "BackendError",
+    "queue": "QueueError",
+    "transform": "TransformError",
+    "stream": "StreamError",
+    "killed": "Killed",
+    "unknown": "Error",
+}
+
+
+def check_one_failure_class(outcome: dict) -> None:
+    """A failed run has one failure class: its error text starts with that class's error type."""
+    failure_class, error = outcome.get("failure_class"), outcome.get("error")
+    if failure_class and error:
+        assert error.startswith(ERROR_TYPES[failure_class] + ": "), outcome
+
+
 def read_result(path: Path) -> dict:
-    return json.loads(path.read_text())
+    outcome = json.loads(path.read_text())
+    check_one_failure_class(outcome)
+    return outcome
 
 
 def line_count(path: Path) -> int:

@@ -391,10 +391,13 @@ def test_skip_flags_and_decode_errors(bizon, kafka):
     # Defaults: the invalid key and the bad value fail the run, naming the message.
     source = kafka_source(kafka, {topic: "out"}, sync_mode="full_refresh")
     config = bizon.write("p.yml", config_text(source, stream_runner=False))
-    result = bizon.run("run", config)
+    result = bizon.run("run", config, "--result-json", "r.json")
     assert result.returncode != 0
     assert f"cannot decode the value of topic {topic} partition 0 offset 1" in result.stderr
     assert "invalid JSON at byte 0" in result.stderr
+    outcome = json.loads((bizon.cwd / "r.json").read_text())
+    assert outcome["failure_class"] == "source"
+    assert outcome["error"].startswith("SourceError: ")
 
     source.update(skip_message_on_decode_error=True, skip_message_invalid_keys=True)
     config = bizon.write("p.yml", config_text(source, stream_runner=False))

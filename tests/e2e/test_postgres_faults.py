@@ -27,6 +27,9 @@ def staged_rows(pg, table="out_incremental"):
     return pg.scalar(f'SELECT count(*) AS n FROM "{pg.destination_schema}"."{table}"')
 
 
+ERROR_PREFIX = {"backend": "BackendError: ", "destination": "DestinationError: "}
+
+
 def test_postgres_restart_mid_run_loses_and_duplicates_nothing(bizon, pg):
     # The run reconnects; a statement that met the dead session is resent when it ran on its own
     # (idempotent bookkeeping, BEGIN), and fails the run when it ran inside a transaction (a COPY
@@ -42,7 +45,10 @@ def test_postgres_restart_mid_run_loses_and_duplicates_nothing(bizon, pg):
     assert "AddressSanitizer" not in stderr and "runtime error" not in stderr, stderr
     outcome = read_result(bizon.cwd / "r.json")
     if process.returncode != 0:
+        # Both sides share the server: whichever meets the outage first is blamed, and the error
+        # text carries that same one class.
         assert outcome["failure_class"] in ("backend", "destination"), outcome
+        assert outcome["error"].startswith(ERROR_PREFIX[outcome["failure_class"]]), outcome
         bizon.run("run", config, check=0)  # Resumes the same job.
     else:
         assert outcome["status"] == "success"
@@ -68,6 +74,7 @@ def test_postgres_down_for_long_fails_the_run_and_the_next_run_resumes_exactly(b
     assert process.returncode != 0
     outcome = read_result(bizon.cwd / "r.json")
     assert outcome["failure_class"] in ("backend", "destination"), outcome
+    assert outcome["error"].startswith(ERROR_PREFIX[outcome["failure_class"]]), outcome
     assert "PostgreSQL" in outcome["error"] or "server" in outcome["error"], outcome
     assert 0 < staged_rows(pg) < count
 

@@ -145,7 +145,9 @@ def test_query_params_and_headers_from_the_config(bizon, api):
 def test_unknown_stream_is_a_config_error(bizon, api):
     result = run(bizon, pipeline("rest", rest(api, "nope")), check=1)
     assert "'nope' is not one of the endpoints" in result.stderr
-    assert read_result(bizon)["failure_class"] in ("config", "source")
+    outcome = read_result(bizon)
+    assert outcome["failure_class"] == "config"
+    assert outcome["error"].startswith("ConfigError: ")
     assert api.requests == []
 
 

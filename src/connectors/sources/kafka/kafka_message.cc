@@ -10,6 +10,11 @@
 namespace bizon::kafka {
 namespace {
 
+// A message that cannot be decoded is the source's data at fault, not the pipeline's config.
+Status MessageError(std::string message) {
+  return {StatusCode::kInvalidArgument, std::move(message), FailureClass::kSource};
+}
+
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD in UTF-8.
 constexpr int kMaxJsonDepth = 512;
 
@@ -238,14 +243,14 @@ std::string_view ProblemText(JsonProblem problem) {
 
 Result<SchemaHeader> ParseSchemaHeader(std::string_view value) {
   if (value.size() < 5) {
-    return Fail(InvalidArgumentError(fmt::format(
+    return Fail(MessageError(fmt::format(
         "Invalid message. Missing schema id: the value has {} bytes, a schema registry header "
         "needs at least 5",
         value.size())));
   }
   auto byte = [&](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(value[i])); };
   if (byte(0) != 0) {
-    return Fail(InvalidArgumentError(
+    return Fail(MessageError(
         fmt::format("Unexpected magic byte {}: the message was not produced with a Schema "
                     "Registry serializer",
                     byte(0))));
@@ -253,7 +258,7 @@ Result<SchemaHeader> ParseSchemaHeader(std::string_view value) {
   uint64_t id = (byte(1) << 24) | (byte(2) << 16) | (byte(3) << 8) | byte(4);
   if (id != 0) return SchemaHeader{.schema_id = static_cast<int64_t>(id), .length = 5};
   if (value.size() < 9) {
-    return Fail(InvalidArgumentError(
+    return Fail(MessageError(
         fmt::format("Invalid message. Missing schema id: the 4-byte id is 0 and the value has {} "
                     "bytes, too few for an 8-byte global id",
                     value.size())));
@@ -364,8 +369,8 @@ Result<DecodedJson> DecodeJsonValue(std::string_view bytes) {
       fixed = StripControlCharacters(decoded.json());
     }
     if (fixed.empty() || fixed == decoded.json()) {
-      return Fail(InvalidArgumentError(fmt::format("the value is not JSON: {} at byte {}",
-                                                   ProblemText(check.problem), check.offset)));
+      return Fail(MessageError(fmt::format("the value is not JSON: {} at byte {}",
+                                           ProblemText(check.problem), check.offset)));
     }
     decoded.repaired = std::move(fixed);
   }
@@ -373,12 +378,12 @@ Result<DecodedJson> DecodeJsonValue(std::string_view bytes) {
 
 Result<std::string_view> DecodeJsonKey(std::string_view bytes) {
   if (!IsValidUtf8(bytes)) {
-    return Fail(InvalidArgumentError("the key is not valid UTF-8"));
+    return Fail(MessageError("the key is not valid UTF-8"));
   }
   JsonCheck check = CheckJson(bytes);
   if (!check.ok()) {
-    return Fail(InvalidArgumentError(fmt::format("the key is not JSON: {} at byte {}",
-                                                 ProblemText(check.problem), check.offset)));
+    return Fail(MessageError(fmt::format("the key is not JSON: {} at byte {}",
+                                         ProblemText(check.problem), check.offset)));
   }
   return bytes;
 }
