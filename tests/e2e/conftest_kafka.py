@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fakes"))
 
 from schema_registry import FakeSchemaRegistry  # noqa: E402
-from test_servers_support import run_servers  # noqa: E402
+from test_servers_support import import_or_skip, run_servers, skip_or_fail  # noqa: E402
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-fastavro = pytest.importorskip("fastavro")
+confluent_kafka = import_or_skip("confluent_kafka")
+fastavro = import_or_skip("fastavro")
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -267,7 +267,7 @@ def kafka() -> Kafka:
     bootstrap = os.environ.get("BIZON_KAFKA_BOOTSTRAP")
     if not bootstrap:
         if shutil.which("java") is None and not Path("/usr/lib/jvm").exists():
-            pytest.skip("Java is not installed; scripts/install-deps.sh --with-test-servers "
+            skip_or_fail("Java is not installed; scripts/install-deps.sh --with-test-servers "
                         "installs it")
         env = run_servers("start", "kafka")
         bootstrap = env.get("BIZON_KAFKA_BOOTSTRAP")

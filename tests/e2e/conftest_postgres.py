@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_servers_support import skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "scripts" / "test-servers.sh"
 ENV_NAMES = ("BIZON_PG_HOST", "BIZON_PG_PORT", "BIZON_PG_USER", "BIZON_PG_PASSWORD",
@@ -63,7 +65,7 @@ def postgres() -> Server:
     if server is not None:
         return server
     if _psql() is None or not list(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")):
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); "
+        skip_or_fail("PostgreSQL is not installed (apt-get install postgresql); "
                     "scripts/install-deps.sh --with-test-servers installs it")
     started = subprocess.run([str(SERVERS), "start", "postgres"], capture_output=True,
                              text=True, timeout=180)

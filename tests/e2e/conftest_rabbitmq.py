@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from test_servers_support import run_servers
+from test_servers_support import import_or_skip, run_servers, skip_or_fail
 
-pika = pytest.importorskip("pika")
+pika = import_or_skip("pika")
 
 ENV_NAMES = ("BIZON_RABBITMQ_HOST", "BIZON_RABBITMQ_PORT", "BIZON_RABBITMQ_USER",
              "BIZON_RABBITMQ_PASSWORD")
@@ -130,7 +130,7 @@ def rabbitmq() -> RabbitMQ:
         return server
     if not Path("/usr/lib/rabbitmq/bin/rabbitmq-server").exists() and \
             not shutil.which("rabbitmq-server"):
-        pytest.skip("RabbitMQ is not installed; scripts/install-deps.sh --with-test-servers "
+        skip_or_fail("RabbitMQ is not installed; scripts/install-deps.sh --with-test-servers "
                     "installs it")
     env = run_servers("start", "rabbitmq")
     server = _from_env(env)

@@ -1,8 +1,10 @@
 """Helpers only (no tests): run scripts/test-servers.sh for a fixture and read the connection
-settings it prints. Used by conftest_kafka and conftest_rabbitmq."""
+settings it prints, and decide whether a missing server skips its suite or fails it. Used by the
+conftest_* modules."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 from pathlib import Path
@@ -11,6 +13,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "scripts" / "test-servers.sh"
+
+
+def servers_required() -> bool:
+    """True under CI (CI=true, as CI systems set it, and .ci/run): there every suite's server must
+    run, so a server that is missing fails its tests instead of skipping them unnoticed."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def skip_or_fail(reason: str):
+    """Skips the test on a developer's machine that lacks a server; fails it under CI."""
+    if servers_required():
+        pytest.fail(f"{reason} (CI is set: a suite whose server cannot start fails, not skips)")
+    pytest.skip(reason)
+
+
+def import_or_skip(module: str):
+    """pytest.importorskip, except under CI, where a missing client library is a failure."""
+    if servers_required():
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
 
 
 def run_servers(command: str, server: str, timeout: int = 240) -> dict[str, str]:
