@@ -10,7 +10,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-EXAMPLES = ROOT.parent / "shared" / "reference" / "original-examples"
+# The project's configs in the shapes of the original's examples (see that folder's README).
+SHAPES = DATA / "original_shapes"
 
 QUICKSTART = (ROOT / "examples" / "quickstart.yml").read_text()
 
@@ -205,14 +206,14 @@ def test_schema_is_valid_json_schema(bizon):
 
 def valid_example_files():
     names = [
-        "destinations-logger--logger_incremental.example.yml",
-        "sources-cycle--cycle.example.yml",
-        "sources-dummy--dummy.example.yml",
-        "sources-gbif--gbif_occurrence_to_logger.example.yml",
-        "sources-pokeapi--pokeapi_pokemon_to_logger.example.yml",
-        "sources-sana_ai--sana.example.yml",
+        "logger_incremental_dummy.yml",
+        "cycle_to_file.yml",
+        "dummy_to_logger.yml",
+        "gbif_to_logger.yml",
+        "pokeapi_to_logger.yml",
+        "sana_ai_to_file.yml",
     ]
-    return [EXAMPLES / n for n in names] + [DATA / n for n in SEED_FORMS] + [ROOT / "examples" / "quickstart.yml"]
+    return [SHAPES / n for n in names] + [DATA / n for n in SEED_FORMS] + [ROOT / "examples" / "quickstart.yml"]
 
 
 @pytest.mark.parametrize("path", valid_example_files(), ids=lambda p: p.name)
@@ -225,14 +226,14 @@ def test_schema_accepts_valid_configs(bizon, path):
 @pytest.mark.parametrize(
     "name",
     [
-        "sources-pokeapi--pokeapi_pokemon_to_json.example.yml",  # filepath, record_schema
-        "sources-periscope--periscope_charts.example.yml",  # missing x_csrf_token
-        "sources-kafka--kafka.example.yml",  # table_id under a streaming destination's config
+        "pokeapi_to_file_unnested.yml",  # filepath, record_schema
+        "periscope_without_csrf_token.yml",  # missing x_csrf_token
+        "kafka_to_bigquery_streaming.yml",  # table_id under a streaming destination's config
     ],
 )
 def test_schema_rejects_invalid_examples(bizon, name):
     validator = jsonschema.Draft202012Validator(schema(bizon))
-    assert list(validator.iter_errors(yaml.safe_load((EXAMPLES / name).read_text())))
+    assert list(validator.iter_errors(yaml.safe_load((SHAPES / name).read_text())))
 
 
 def test_schema_rejects_typo(bizon):

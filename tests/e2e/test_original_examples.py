@@ -1,7 +1,9 @@
-"""`bizon config validate` on every example config shipped with the original bizon.
+"""`bizon config validate` on every shape of the original bizon's example configs.
 
-Each file in shared/reference/original-examples/ gets the verdict the original's own
-`bizon config validate --skip-references` gives it:
+The original ships example configs; tests/e2e/data/original_shapes/ holds the project's own
+configs of the same shapes, one per example (its README says which stands for which). Each gets
+the verdict the original's `bizon config validate --skip-references` gives the example it stands
+for:
 
 * VALID: exit 0, no `error:` and no `warning:` line on stderr;
 * WARNED: exit 0, and a `warning:` line for each key the original silently ignores;
@@ -9,13 +11,13 @@ Each file in shared/reference/original-examples/ gets the verdict the original's
 
 Every expected message must name the key and point at its line as `<file>:<line>:`.
 
-Several examples are illustrations the original never accepted as written (the spec's quirk list,
-connectors.md section 12 item 24). For some of them the table also checks an edited copy, with
-the same line numbering:
+Several of the original's examples are illustrations it never accepted as written (the spec's
+quirk list, connectors.md section 12 item 24), and their shapes here keep the same mistakes. For
+some of them the table also checks an edited copy, with the same line numbering:
 
-* four use a placeholder source (`<YOUR_SOURCE>`), which the original rejects as an unknown
+* four use a placeholder source (`<source-connector>`), which is rejected as an unknown
   connector; the copy names the dummy source instead, so the rest of the file is still checked;
-* the two kafka examples mix a rejected destination key with an ignored source key (`topic:`),
+* the two kafka shapes mix a rejected destination key with an ignored source key (`topic:`),
   and an invalid file reports only its errors; the copy blanks the rejected lines, so the warning
   about the ignored key is checked on a file that is otherwise valid.
 
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "shared" / "reference" / "original-examples"
+EXAMPLES_DIR = Path(__file__).resolve().parent / "data" / "original_shapes"
 
 VALID = "valid"
 WARNED = "warned"
@@ -81,7 +83,7 @@ class Expected:
 
 @dataclass(frozen=True)
 class Edit:
-    """Text replacements and blanked lines; line numbers stay those of the original file."""
+    """Text replacements and blanked lines; line numbers stay those of the unedited file."""
 
     expected: Expected
     replace: tuple[tuple[str, str], ...] = ()
@@ -89,124 +91,135 @@ class Edit:
 
     def apply(self, text: str) -> str:
         for old, new in self.replace:
-            assert old in text, f"{old!r} is not in the example any more"
+            assert old in text, f"{old!r} is not in the file any more"
             text = text.replace(old, new)
         lines = text.split("\n")
         for number in self.blank_lines:
+            assert lines[number - 1].strip(), f"line {number} to blank is empty already"
             lines[number - 1] = ""
         return "\n".join(lines)
 
 
 def dummy_source(expected: Expected) -> Edit:
-    # The placeholder examples authenticate with `api_key` + `params.token`, as dummy expects.
-    return Edit(expected, replace=(("<YOUR_SOURCE>", "dummy"), ("<YOUR_STREAM>", "creatures")))
+    # The placeholder shapes authenticate with `api_key` + `params.token`, as dummy expects.
+    placeholders = (("<source-connector>", "dummy"), ("<source-stream>", "creatures"))
+    return Edit(expected, replace=placeholders)
 
 
-# filename -> verdict, with the keys each message must name and the line it must point at.
+# filename -> verdict, with the keys each message must name and the line it must point at. The
+# comment above each entry names the original's example the file stands for.
 EXPECTED: dict[str, Expected] = {
-    # `authentication` has `api_key` where the original requires `params: {token}` (the seed
-    # README shows the same form, so rejecting it or warning about `api_key` are both accepted),
-    # and `service_account_key` sits directly under `config` instead of under `authentication`.
-    "destinations-bigquery--bigquery.example.yml": Expected(
+    # destinations-bigquery--bigquery: `service_account_key` sits directly under `config`
+    # instead of under `authentication`. Its source's `authentication: {type: api_key,
+    # api_key: ...}` is the seed README's own annotated form, which the seed documents as valid
+    # (the seed wins over the spec's list).
+    "bigquery_key_beside_options.yml": Expected(
         INVALID,
-        # Its `authentication: {type: api_key, api_key: ...}` is the seed README's own annotated
-        # form, which the seed documents as valid (the seed wins over the spec's list).
-        (error("destination.config", "service_account_key", line=33),),
+        (error("destination.config", "service_account_key", line=30),),
     ),
-    # Placeholder source; `engine.backend` lacks its `config:` block (database and schema are
-    # written one level too high, where they are ignored).
-    "destinations-bigquery_streaming--bigquery_streaming.example.yml": Expected(
-        INVALID,
-        (
-            error("source.name", line=16),
-            error("engine.backend", "config", line=(70, 71)),
-        ),
-        edited=dummy_source(Expected(INVALID, (error("engine.backend", "config", line=(70, 71)),))),
-    ),
-    # Same two problems as the bigquery_streaming example.
-    "destinations-bigquery_streaming_v2--bigquery_streaming_v2.example.yml": Expected(
+    # destinations-bigquery_streaming--bigquery_streaming: placeholder source; `engine.backend`
+    # lacks its `config:` block (database and schema are written one level too high, where they
+    # are ignored).
+    "bigquery_streaming_template.yml": Expected(
         INVALID,
         (
-            error("source.name", line=21),
-            error("engine.backend", "config", line=(75, 76)),
+            error("source.name", line=14),
+            error("engine.backend", "config", line=(7, 8)),
         ),
-        edited=dummy_source(Expected(INVALID, (error("engine.backend", "config", line=(75, 76)),))),
+        edited=dummy_source(Expected(INVALID, (error("engine.backend", "config", line=(7, 8)),))),
     ),
-    # Placeholder source only: the file destination and the backend are valid.
-    "destinations-file--file.example.yml": Expected(
-        INVALID, (error("source.name", line=13),), edited=dummy_source(Expected(VALID))
+    # destinations-bigquery_streaming_v2--bigquery_streaming_v2: the same two problems.
+    "bigquery_streaming_v2_template.yml": Expected(
+        INVALID,
+        (
+            error("source.name", line=8),
+            error("engine.backend", "config", line=(30, 31)),
+        ),
+        edited=dummy_source(Expected(INVALID, (error("engine.backend", "config", line=(30, 31)),))),
     ),
-    # Placeholder source only: the logger destination and the backend are valid.
-    "destinations-logger--logger.example.yml": Expected(
-        INVALID, (error("source.name", line=12),), edited=dummy_source(Expected(VALID))
+    # destinations-file--file: placeholder source only; the file destination and the backend
+    # are valid.
+    "file_template.yml": Expected(
+        INVALID, (error("source.name", line=7),), edited=dummy_source(Expected(VALID))
     ),
-    # Valid. Dummy has no incremental read, so its second run would fail (quirk 1); a warning
-    # about that is tolerated.
-    "destinations-logger--logger_incremental.example.yml": Expected(VALID, allow_warnings=True),
-    "sources-cycle--cycle.example.yml": Expected(VALID),
-    "sources-dummy--dummy.example.yml": Expected(VALID),
-    "sources-gbif--gbif_occurrence_to_logger.example.yml": Expected(VALID),
-    # `engine.backend` lacks its `config:` block.
-    "sources-gsheets--default_auth.example.yml": Expected(
-        INVALID, (error("engine.backend", "config", line=(15, 16)),)
+    # destinations-logger--logger: placeholder source only; the logger destination and the
+    # backend are valid.
+    "logger_template.yml": Expected(
+        INVALID, (error("source.name", line=7),), edited=dummy_source(Expected(VALID))
     ),
-    "sources-gsheets--service_account.example.yml": Expected(
-        INVALID, (error("engine.backend", "config", line=(29, 30)),)
-    ),
-    "sources-hubspot--api_key.example.yml": Expected(
+    # destinations-logger--logger_incremental: valid. Dummy has no incremental read, so its
+    # second run would fail (quirk 1); a warning about that is tolerated.
+    "logger_incremental_dummy.yml": Expected(VALID, allow_warnings=True),
+    # sources-cycle--cycle, sources-dummy--dummy, sources-gbif--gbif_occurrence_to_logger.
+    "cycle_to_file.yml": Expected(VALID),
+    "dummy_to_logger.yml": Expected(VALID),
+    "gbif_to_logger.yml": Expected(VALID),
+    # sources-gsheets--default_auth and --service_account, sources-hubspot--api_key and
+    # --api_key_incremental: `engine.backend` lacks its `config:` block.
+    "gsheets_default_credentials.yml": Expected(
         INVALID, (error("engine.backend", "config", line=(19, 20)),)
     ),
-    "sources-hubspot--api_key_incremental.example.yml": Expected(
+    "gsheets_service_account.yml": Expected(
         INVALID, (error("engine.backend", "config", line=(25, 26)),)
     ),
-    # `table_id` is not an option of bigquery_streaming: rejected. `topic:` (singular) is not a
-    # kafka option (that is `topics`): the original ignores it, so once `table_id` is gone the
-    # file is accepted with a warning.
-    "sources-kafka--kafka.example.yml": Expected(
-        INVALID,
-        (error("destination.config", "table_id", line=32),),
-        edited=Edit(Expected(WARNED, (warning("source.topic", line=9),)), blank_lines=(32,)),
+    "hubspot_to_logger.yml": Expected(
+        INVALID, (error("engine.backend", "config", line=(23, 24)),)
     ),
-    # As above, plus `record_schema` where the option is `record_schemas`. With both removed,
-    # `unnest: true` would need record_schemas and the partition field would not exist, so the
-    # edited copy blanks those too.
-    "sources-kafka--kafka_debezium.example.yml": Expected(
+    "hubspot_incremental_to_bigquery.yml": Expected(
+        INVALID, (error("engine.backend", "config", line=(27, 28)),)
+    ),
+    # sources-kafka--kafka: `table_id` is not an option of bigquery_streaming: rejected.
+    # `topic:` (singular) is not a kafka option (that is `topics`): the original ignores it, so
+    # once `table_id` is gone the file is accepted with a warning.
+    "kafka_to_bigquery_streaming.yml": Expected(
+        INVALID,
+        (error("destination.config", "table_id", line=28),),
+        edited=Edit(Expected(WARNED, (warning("source.topic", line=9),)), blank_lines=(28,)),
+    ),
+    # sources-kafka--kafka_debezium: as above, plus `record_schema` where the option is
+    # `record_schemas`. With both removed, `unnest: true` would need record_schemas and the
+    # partition field would not exist, so the edited copy blanks those too.
+    "kafka_debezium_to_bigquery_streaming.yml": Expected(
         INVALID,
         (
-            error("destination.config", "table_id", line=37),
-            error("destination.config", "record_schema", line=(48, 49)),
+            error("destination.config", "table_id", line=28),
+            error("destination.config", "record_schema", line=(36, 37)),
         ),
         edited=Edit(
-            Expected(WARNED, (warning("source.topic", line=11),)),
-            blank_lines=(37, 42, *range(44, 47), *range(48, 80)),
+            Expected(WARNED, (warning("source.topic", line=8),)),
+            blank_lines=(28, 32, 33, 34, *range(35, 49)),
         ),
     ),
-    # No top-level `name`, and the bigquery destination lacks `gcs_buffer_bucket`.
-    "sources-notion--api_key.example.yml": Expected(
+    # sources-notion--api_key: no top-level `name`, and the bigquery destination lacks
+    # `gcs_buffer_bucket`.
+    "notion_pages_without_name.yml": Expected(
         INVALID,
         (
             error("name", line=(1, 4)),
-            error("destination.config", "gcs_buffer_bucket", line=(32, 33)),
+            error("destination.config", "gcs_buffer_bucket", line=(21, 22)),
         ),
     ),
-    "sources-notion--api_key_incremental.example.yml": Expected(
-        INVALID, (error("engine.backend", "config", line=(30, 31)),)
+    # sources-notion--api_key_incremental: `engine.backend` lacks its `config:` block.
+    "notion_pages_incremental.yml": Expected(
+        INVALID, (error("engine.backend", "config", line=(26, 27)),)
     ),
-    # `x_csrf_token` is required.
-    "sources-periscope--periscope_charts.example.yml": Expected(
+    # sources-periscope--periscope_charts: `x_csrf_token` is required.
+    "periscope_without_csrf_token.yml": Expected(
         INVALID, (error("source", "x_csrf_token", line=(3, 4)),)
     ),
-    # The file destination has no `filepath` and no `record_schema` (it is `record_schemas`).
-    # (Then `unnest: true` without record_schemas is the next error, on line 13.)
-    "sources-pokeapi--pokeapi_pokemon_to_json.example.yml": Expected(
+    # sources-pokeapi--pokeapi_pokemon_to_json: the file destination has no `filepath` and no
+    # `record_schema` (it is `record_schemas`). (Then `unnest: true` without record_schemas is
+    # the next error, on line 12.)
+    "pokeapi_to_file_unnested.yml": Expected(
         INVALID,
         (
-            error("destination.config", "filepath", line=10),
+            error("destination.config", "filepath", line=14),
             error("destination.config", "record_schema", line=(15, 16)),
         ),
     ),
-    "sources-pokeapi--pokeapi_pokemon_to_logger.example.yml": Expected(VALID),
-    "sources-sana_ai--sana.example.yml": Expected(VALID),
+    # sources-pokeapi--pokeapi_pokemon_to_logger, sources-sana_ai--sana.
+    "pokeapi_to_logger.yml": Expected(VALID),
+    "sana_ai_to_file.yml": Expected(VALID),
 }
 
 EXIT_CODES = {VALID: 0, WARNED: 0, INVALID: 1}
@@ -258,7 +271,7 @@ def check_verdict(result: subprocess.CompletedProcess[str], config: Path, expect
 
 
 def edited_copy(file_name: str, directory: Path) -> Path:
-    """Writes the edited copy of an example under its own name, so messages name it the same."""
+    """Writes the edited copy of a file under its own name, so messages name it the same."""
     edit = EXPECTED[file_name].edited
     config = directory / file_name
     config.write_text(edit.apply((EXAMPLES_DIR / file_name).read_text()))
@@ -267,7 +280,7 @@ def edited_copy(file_name: str, directory: Path) -> Path:
 
 def test_every_example_has_a_verdict():
     on_disk = {path.name for path in EXAMPLES_DIR.glob("*.yml")}
-    assert on_disk, f"no examples found in {EXAMPLES_DIR}"
+    assert on_disk, f"no configs found in {EXAMPLES_DIR}"
     assert on_disk == set(EXPECTED), (
         f"without a verdict: {sorted(on_disk - set(EXPECTED))}; "
         f"no longer on disk: {sorted(set(EXPECTED) - on_disk)}"

@@ -15,7 +15,18 @@ import yaml
 #: ten-retry policy with a factor-2 backoff runs in milliseconds. Log lines keep the real waits.
 FAST = {"BIZON_HTTP_BACKOFF_SCALE": "0.001"}
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "original-examples"
+#: The project's configs in the shapes of the original's examples (tests/e2e/data/original_shapes,
+#: its README says which stands for which).
+SHAPES = Path(__file__).resolve().parents[1] / "e2e" / "data" / "original_shapes"
+
+#: The original's example names the tests ask for, and the file that stands for each.
+ORIGINAL_EXAMPLES = {
+    "sources-gbif--gbif_occurrence_to_logger.example.yml": "gbif_to_logger.yml",
+    "sources-notion--api_key.example.yml": "notion_pages_without_name.yml",
+    "sources-notion--api_key_incremental.example.yml": "notion_pages_incremental.yml",
+    "sources-pokeapi--pokeapi_pokemon_to_json.example.yml": "pokeapi_to_file_unnested.yml",
+    "sources-pokeapi--pokeapi_pokemon_to_logger.example.yml": "pokeapi_to_logger.yml",
+}
 
 
 def file_destination(destination_id: str = "out", **options) -> dict:
@@ -47,7 +58,8 @@ def waits(stderr: str) -> list[float]:
 
 
 def load_example(name: str) -> dict:
-    return yaml.safe_load((EXAMPLES / name).read_text())
+    """The config of that shape, by its own file name or by the original example's name."""
+    return yaml.safe_load((SHAPES / ORIGINAL_EXAMPLES.get(name, name)).read_text())
 
 
 def run(bizon, config_text: str, *args, env=None, check=0, timeout=120):
