@@ -72,6 +72,15 @@ struct DestinationDescriptor {
   ConfigSpec config;
   /// False for destinations that append even on a full refresh: a reset is rejected for them.
   bool supports_reset = true;
+  /// Checks a destination id the config names itself, so that `config validate` refuses what the
+  /// destination would refuse when writing (an id from data is checked when it is written).
+  /// Called for destination.config.destination_id and `destination_id_keys`, each record_schemas
+  /// entry, each streams[].destination.table_id and source.topics[].destination_id, and for the
+  /// default `<source>_<stream>` when none is set. The error message is shown after the id's
+  /// yaml path. Null: ids are checked only when the run starts.
+  std::function<Status(std::string_view destination_id, SyncMode sync_mode)> check_destination_id;
+  /// Keys of `destination.config` that, beside destination_id, name the default destination id.
+  std::vector<std::string> destination_id_keys;
   DestinationFactory factory;
 };
 

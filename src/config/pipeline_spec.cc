@@ -798,8 +798,70 @@ FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custo
           .unknown_keys = UnknownKeys::kError};
 }
 
+namespace {
+
+/// Hands every destination id the config names to the destination's own check (file paths that
+/// would leave the working directory, PostgreSQL names too long to stage...), so that
+/// `config validate` refuses it, not the first write.
+void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& raw,
+                               ValidationResult& result) {
+  const Value& config = result.normalized;
+  const DestinationDescriptor* destination =
+      registry.FindDestination(config.FindPath("destination.name") != nullptr
+                                   ? config.FindPath("destination.name")->ToDisplayString()
+                                   : "");
+  if (destination == nullptr || !destination->check_destination_id) return;
+  const Value* mode = config.FindPath("source.sync_mode");
+  SyncMode sync_mode = ParseSyncMode(mode != nullptr ? mode->ToDisplayString() : "")
+                           .value_or(SyncMode::kFullRefresh);
+  auto check = [&](const Value* id, const std::string& path, SourceMark mark) {
+    if (id == nullptr || !id->is_string() || id->AsString().empty()) return false;
+    if (Status checked = destination->check_destination_id(id->AsString(), sync_mode);
+        !checked.ok()) {
+      AddDiagnostic(result, Diagnostic::Severity::kError, path, mark, checked.message());
+    }
+    return true;
+  };
+  auto mark_of = [&](const std::string& path) {
+    const Value* node = raw.FindPath(path);
+    return node != nullptr ? node->mark() : SourceMark{};
+  };
+  bool named = false;
+  std::vector<std::string> keys = destination->destination_id_keys;
+  keys.insert(keys.begin(), "destination_id");
+  for (const std::string& key : keys) {
+    std::string path = "destination.config." + key;
+    named |= check(config.FindPath(path), path, mark_of(path));
+  }
+  const Value* unnest = config.FindPath("destination.config.unnest");
+  bool unnested = unnest != nullptr && unnest->is_bool() && unnest->AsBool();
+  if (const Value* stream = config.FindPath("source.stream"); !named && !unnested && stream) {
+    // The default id; with unnest the ids are the record_schemas ones, checked below.
+    Value id(config.FindPath("source.name") != nullptr
+                 ? config.FindPath("source.name")->ToDisplayString() + "_" +
+                       stream->ToDisplayString()
+                 : stream->ToDisplayString());
+    check(&id, "source.stream", mark_of("source.stream"));
+  }
+  // Lists: each item's own mark, since the dotted path lookup does not index lists.
+  auto check_list = [&](const Value* list, const std::string& list_path, std::string_view key) {
+    if (list == nullptr || !list->is_list()) return;
+    for (size_t i = 0; i < list->AsList().size(); ++i) {
+      const Value& item = list->AsList()[i];
+      check(item.FindPath(key), fmt::format("{}[{}].{}", list_path, i, key), item.mark());
+    }
+  };
+  check_list(config.FindPath("destination.config.record_schemas"),
+             "destination.config.record_schemas", "destination_id");
+  check_list(config.Find("streams"), "streams", "destination.table_id");
+  check_list(config.FindPath("source.topics"), "source.topics", "destination_id");
+}
+
+}  // namespace
+
 void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
                         ValidationResult& result) {
+  CheckStaticDestinationIds(registry, raw, result);
   const Value& config = result.normalized;
   auto mark_of = [&](std::string_view path) {
     const Value* node = raw.FindPath(path);

@@ -80,4 +80,54 @@ void AppendDestinationRecord(std::string& out, const RecordBatch& batch, size_t 
   out.push_back('}');
 }
 
+std::string QuoteDestinationId(std::string_view id) {
+  std::string out = "'";
+  for (char c : id) {
+    auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (byte < 0x20 || byte == 0x7f) {
+          out += fmt::format("\\x{:02x}", byte);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+Status CheckDestinationIdCharacters(std::string_view id) {
+  if (id.empty()) {
+    return Status(StatusCode::kInvalidArgument, "a destination id must not be empty",
+                  FailureClass::kDestination);
+  }
+  for (char c : id) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("a destination id must not contain NUL or other control "
+                                "characters: {}",
+                                QuoteDestinationId(id)),
+                    FailureClass::kDestination);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace bizon

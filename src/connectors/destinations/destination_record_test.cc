@@ -45,5 +45,24 @@ TEST(NewUuidHexTest, IsVersion4Hex) {
   EXPECT_NE(NewUuidHex(), id);
 }
 
+TEST(QuoteDestinationIdTest, EscapesControlCharactersQuotesAndBackslashes) {
+  EXPECT_EQ(QuoteDestinationId("plain"), "'plain'");
+  EXPECT_EQ(QuoteDestinationId("a\nb\r\tc"), R"('a\nb\r\tc')");
+  EXPECT_EQ(QuoteDestinationId(std::string_view("\0\x01\x1f\x7f", 4)), R"('\x00\x01\x1f\x7f')");
+  EXPECT_EQ(QuoteDestinationId("it's a \\"), R"('it\'s a \\')");
+  EXPECT_EQ(QuoteDestinationId("données_日本 \"; DROP"), "'données_日本 \"; DROP'");
+}
+
+TEST(CheckDestinationIdCharactersTest, RefusesEmptyAndControlCharactersOnly) {
+  EXPECT_TRUE(CheckDestinationIdCharacters("données_日本 \"'; DROP TABLE x; --/..").ok());
+  EXPECT_EQ(CheckDestinationIdCharacters("").code(), StatusCode::kInvalidArgument);
+  Status nul = CheckDestinationIdCharacters(std::string_view("a\0b", 3));
+  EXPECT_EQ(nul.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(nul.failure_class(), FailureClass::kDestination);
+  EXPECT_NE(nul.message().find(R"('a\x00b')"), std::string::npos) << nul.message();
+  EXPECT_EQ(CheckDestinationIdCharacters("a\nb").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckDestinationIdCharacters("\x1b[31mred").code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace bizon

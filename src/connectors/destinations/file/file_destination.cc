@@ -130,6 +130,25 @@ Status CopyAppend(const std::string& from, const std::string& to) {
 
 }  // namespace
 
+Status CheckFileDestinationId(std::string_view destination_id) {
+  BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(destination_id));
+  auto refuse = [&](std::string_view why) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("the file destination writes only inside its working directory, "
+                              "so a destination id must not be {}: {}",
+                              why, QuoteDestinationId(destination_id)),
+                  FailureClass::kDestination);
+  };
+  if (destination_id.front() == '/') return refuse("an absolute path");
+  for (size_t start = 0; start <= destination_id.size();) {
+    size_t end = destination_id.find('/', start);
+    if (end == std::string_view::npos) end = destination_id.size();
+    if (destination_id.substr(start, end - start) == "..") return refuse("a path with '..'");
+    start = end + 1;
+  }
+  return Status::Ok();
+}
+
 FileDestination::FileDestination(const DestinationContext& context)
     : sync_(context.sync),
       job_abandoned_(context.job_abandoned),
@@ -278,6 +297,24 @@ Status FileDestination::UndoAbandonedAppend(const std::string& destination_id) {
   return Status::Ok();
 }
 
+Status FileDestination::CheckNewDestinationId(std::string_view destination_id) const {
+  BIZON_RETURN_IF_ERROR(CheckFileDestinationId(destination_id));
+  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();  // No staging files.
+  auto clashes = [&](std::string_view other) {
+    return other != destination_id && (StagingPath(destination_id) == MainPath(other) ||
+                                       MainPath(destination_id) == StagingPath(other));
+  };
+  for (const auto& [other, length] : lengths_) {
+    if (!clashes(other)) continue;
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("two destination ids of one job would share a file (one's staging "
+                              "file is the other's main file): {} and {}",
+                              QuoteDestinationId(destination_id), QuoteDestinationId(other)),
+                  FailureClass::kDestination);
+  }
+  return Status::Ok();
+}
+
 Status FileDestination::AppendUnnested(std::string& out, std::string_view destination_id,
                                        std::string_view payload, std::string_view record_id) {
   auto schema = schemas_.find(destination_id);
@@ -326,18 +363,22 @@ Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_
   // between writes: allocating a fresh one of buffer_size bytes per write made the kernel map
   // and zero it again every time, the largest cost of a fast source.
   for (auto& [name, text] : outputs_) text.clear();
-  auto output_for = [&](std::string_view id) -> std::string& {
+  auto output_for = [&](std::string_view id) -> Result<std::string*> {
     for (auto& [name, text] : outputs_) {
-      if (name == id) return text;
+      if (name == id) return &text;
     }
+    // Checked before anything of this write reaches a file: a refused id fails the run with
+    // nothing of its batch written, and no file outside the working directory ever opened.
+    if (!lengths_.contains(id)) BIZON_RETURN_IF_ERROR(CheckNewDestinationId(id));
     outputs_.emplace_back(std::string(id), std::string());
     outputs_.back().second.reserve(records.PayloadBytes() * 2 + records.size() * 240);
-    return outputs_.back().second;
+    return &outputs_.back().second;
   };
   for (size_t i = 0; i < records.size(); ++i) {
     std::string_view id = records.destination_id(i);
     if (id.empty()) id = default_destination_id_;
-    std::string& out = output_for(id);
+    BIZON_ASSIGN_OR_RETURN(std::string * output, output_for(id));
+    std::string& out = *output;
     if (unnest_) {
       BIZON_RETURN_IF_ERROR(AppendUnnested(out, id, records.payload(i), records.id(i)));
     } else {
@@ -421,8 +462,16 @@ Status RegisterFileDestination(ConnectorRegistry& registry) {
                              .default_value = Value("json"),
                              .enum_values = {"json"}}},
                  .unknown_keys = UnknownKeys::kError},
+      .check_destination_id = [](std::string_view destination_id,
+                                 SyncMode) { return CheckFileDestinationId(destination_id); },
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
-        return std::make_unique<FileDestination>(context);
+        auto destination = std::make_unique<FileDestination>(context);
+        // `config validate` refuses a bad configured id; this guards every other way in.
+        if (Status checked = CheckFileDestinationId(destination->default_destination_id());
+            !checked.ok()) {
+          return Fail(checked.WithFailureClass(FailureClass::kConfig));
+        }
+        return destination;
       },
   });
 }

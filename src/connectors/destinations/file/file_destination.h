@@ -30,6 +30,12 @@
 
 namespace bizon {
 
+/// Refuses a destination id whose files would not stay inside the working directory, where the
+/// file destination writes: an absolute path, a `..` segment, NUL or another control character.
+/// A relative subfolder (`a/b` writes `a/b.json`) is allowed; the folder must already exist.
+/// kInvalidArgument, failure class destination; the message names the quoted id.
+Status CheckFileDestinationId(std::string_view destination_id);
+
 class FileDestination final : public Destination {
  public:
   explicit FileDestination(const DestinationContext& context);
@@ -38,6 +44,9 @@ class FileDestination final : public Destination {
   Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
   Status Finalize() override;
   Status OnJobSucceeded() override;
+
+  /// `destination_id`, else `<source>_<stream>`: where records without an id of their own go.
+  const std::string& default_destination_id() const { return default_destination_id_; }
 
  private:
   struct Column {
@@ -52,6 +61,10 @@ class FileDestination final : public Destination {
   /// Adds `destination_id` to the job's manifest before its first write, and empties its staging
   /// file (whatever is there belongs to an abandoned job).
   Status Track(const std::string& destination_id);
+  /// Refuses `destination_id` (the first time this job writes it) when CheckFileDestinationId
+  /// does, or when its files and those of an id already written would be the same files (`x`
+  /// stages into `x_temp.json`, the main file of `x_temp`).
+  Status CheckNewDestinationId(std::string_view destination_id) const;
   Status AppendUnnested(std::string& out, std::string_view destination_id, std::string_view payload,
                         std::string_view record_id);
   Value CurrentState() const;

@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "bizon/clock.h"
+#include "connectors/destinations/destination_record.h"
 
 namespace bizon {
 namespace {
@@ -22,8 +24,14 @@ class FileDestinationTest : public ::testing::Test {
     char pattern[] = "/tmp/bizon_file_destination_XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
+    // The destination writes inside the working directory, as `bizon run` does in its own.
+    previous_dir_ = std::filesystem::current_path();
+    std::filesystem::current_path(dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    std::filesystem::current_path(previous_dir_);
+    std::filesystem::remove_all(dir_);
+  }
 
   std::unique_ptr<FileDestination> Make(
       SyncMode mode, const std::string& job_id,
@@ -37,7 +45,7 @@ class FileDestinationTest : public ::testing::Test {
                     .sync_mode = mode,
                     .destination_name = "file",
                     .reset = false};
-    context.config = Value(Value::Map{{"destination_id", Value(Path("out"))}});
+    context.config = Value(Value::Map{{"destination_id", Value("out")}});
     return std::make_unique<FileDestination>(context);
   }
 
@@ -60,7 +68,13 @@ class FileDestinationTest : public ::testing::Test {
     return lines;
   }
 
+  std::string ReadFile(std::string_view name) const {
+    std::ifstream in(Path(name));
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+
   std::string dir_;
+  std::filesystem::path previous_dir_;
 };
 
 #define ASSERT_OK(expr)                              \
@@ -116,7 +130,7 @@ TEST_F(FileDestinationTest, FileFirstTouchedAfterTheLastCommitIsCutBack) {
     auto written = crashed->Write(Batch(0, 2), NowMicros());
     ASSERT_TRUE(written.has_value());
     committed = *written;  // The last cursor the backend recorded.
-    ASSERT_TRUE(crashed->Write(Batch(2, 2, Path("routed")), NowMicros()).has_value());
+    ASSERT_TRUE(crashed->Write(Batch(2, 2, "routed"), NowMicros()).has_value());
     ASSERT_TRUE(crashed->Write(Batch(4, 1), NowMicros()).has_value());
   }
   auto resumed = Make(SyncMode::kIncremental, "job1");
@@ -212,6 +226,120 @@ TEST_F(FileDestinationTest, JournalOfASucceededJobLeavesTheFileAlone) {
   ASSERT_OK(next->Open(Value()));
   EXPECT_EQ(Lines("out.json"), 3);
   EXPECT_FALSE(std::filesystem::exists(Path("out.json.bizon-append")));
+}
+
+TEST(FileDestinationIdTest, RefusesIdsThatLeaveTheWorkingDirectory) {
+  for (std::string_view id :
+       {"/abs", "/etc/evil", "..", "../x", "../../etc/evil", "a/..", "a/../../b", "a/../b"}) {
+    Status checked = CheckFileDestinationId(id);
+    EXPECT_EQ(checked.code(), StatusCode::kInvalidArgument) << id;
+    EXPECT_EQ(checked.failure_class(), FailureClass::kDestination) << id;
+    EXPECT_NE(checked.message().find(QuoteDestinationId(id)), std::string::npos)
+        << checked.message();
+  }
+  EXPECT_NE(CheckFileDestinationId("/abs").message().find("absolute"), std::string::npos);
+  EXPECT_NE(CheckFileDestinationId("a/../b").message().find("'..'"), std::string::npos);
+}
+
+TEST(FileDestinationIdTest, RefusesEmptyIdsAndControlCharactersShowingThemEscaped) {
+  EXPECT_EQ(CheckFileDestinationId("").code(), StatusCode::kInvalidArgument);
+  Status nul = CheckFileDestinationId(std::string_view("out\0x", 5));
+  EXPECT_EQ(nul.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(nul.message().find(R"('out\x00x')"), std::string::npos) << nul.message();
+  Status newline = CheckFileDestinationId("out\nINFO forged line");
+  EXPECT_EQ(newline.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(newline.message().find(R"('out\nINFO forged line')"), std::string::npos);
+  EXPECT_EQ(newline.message().find('\n'), std::string::npos);
+  EXPECT_EQ(CheckFileDestinationId("tab\there").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckFileDestinationId("del\x7f").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FileDestinationIdTest, AcceptsSubfoldersAndOrdinaryHostileText) {
+  for (std::string_view id :
+       {"a/b", "a/b/c", "./a", "a..b", "..a", "a..", ".hidden", "x; DROP TABLE x; --",
+        "quote\"double", "quote'single", "with space", "données_日本", "back\\slash"}) {
+    EXPECT_TRUE(CheckFileDestinationId(id).ok())
+        << id << ": " << CheckFileDestinationId(id).ToString();
+  }
+}
+
+TEST_F(FileDestinationTest, ARecordIdLeavingTheDirectoryFailsTheWriteBeforeAnyFileIsTouched) {
+  // A previous full refresh published out.json; the next one routes a record to ../escaped.
+  {
+    auto previous = Make(SyncMode::kFullRefresh, "job1");
+    ASSERT_OK(previous->Open(Value()));
+    ASSERT_TRUE(previous->Write(Batch(0, 2), NowMicros()).has_value());
+    ASSERT_OK(previous->Finalize());
+    ASSERT_OK(previous->OnJobSucceeded());
+  }
+  std::string published = ReadFile("out.json");
+  ASSERT_EQ(Lines("out.json"), 2);
+  std::filesystem::create_directory(Path("inner"));
+  std::filesystem::current_path(Path("inner"));  // So that ../escaped would land in dir_.
+
+  auto destination = Make(SyncMode::kFullRefresh, "job2");
+  ASSERT_OK(destination->Open(Value()));
+  RecordBatch batch;
+  batch.Add("1", R"({"id":1})", NowMicros(), "good");
+  batch.Add("2", R"({"id":2})", NowMicros());
+  batch.Add("3", R"({"id":3})", NowMicros(), "../escaped");
+  batch.SetExtractedAt(NowMicros());
+  auto written = destination->Write(batch, NowMicros());
+  ASSERT_FALSE(written.has_value());
+  EXPECT_EQ(written.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(written.error().failure_class(), FailureClass::kDestination);
+  EXPECT_NE(written.error().message().find("'../escaped'"), std::string::npos)
+      << written.error().ToString();
+  EXPECT_FALSE(std::filesystem::exists(Path("escaped.json")));
+  EXPECT_FALSE(std::filesystem::exists(Path("escaped_temp.json")));
+  // Nothing of the refused batch was written, not even its acceptable records.
+  EXPECT_FALSE(std::filesystem::exists(Path("inner/good_temp.json")));
+  EXPECT_EQ(Lines("inner/out_temp.json"), 0);
+  std::filesystem::current_path(dir_);
+  EXPECT_EQ(ReadFile("out.json"), published);
+}
+
+TEST_F(FileDestinationTest, StreamRefusesANulInARecordIdWithoutAppending) {
+  auto destination = Make(SyncMode::kStream, "job1");
+  ASSERT_OK(destination->Open(Value()));
+  ASSERT_TRUE(destination->Write(Batch(0, 2), NowMicros()).has_value());
+  RecordBatch batch;
+  batch.Add("2", R"({"id":2})", NowMicros());
+  batch.Add("3", R"({"id":3})", NowMicros(), std::string_view("out\0/../../x", 12));
+  batch.SetExtractedAt(NowMicros());
+  auto written = destination->Write(batch, NowMicros());
+  ASSERT_FALSE(written.has_value());
+  EXPECT_NE(written.error().message().find(R"('out\x00/../../x')"), std::string::npos)
+      << written.error().ToString();
+  EXPECT_EQ(Lines("out.json"), 2);
+}
+
+TEST_F(FileDestinationTest, ASubfolderIdWritesInsideItWhenTheFolderExists) {
+  std::filesystem::create_directory(Path("sub"));
+  auto destination = Make(SyncMode::kFullRefresh, "job1");
+  ASSERT_OK(destination->Open(Value()));
+  ASSERT_TRUE(destination->Write(Batch(0, 3, "sub/routed"), NowMicros()).has_value());
+  ASSERT_OK(destination->Finalize());
+  EXPECT_EQ(Lines("sub/routed.json"), 3);
+  EXPECT_FALSE(std::filesystem::exists(Path("sub/routed_temp.json")));
+
+  // A folder that does not exist is not created: the write fails as any unwritable path does.
+  auto missing = Make(SyncMode::kFullRefresh, "job2");
+  ASSERT_OK(missing->Open(Value()));
+  auto written = missing->Write(Batch(0, 1, "nowhere/routed"), NowMicros());
+  ASSERT_FALSE(written.has_value());
+  EXPECT_EQ(written.error().failure_class(), FailureClass::kDestination);
+  EXPECT_FALSE(std::filesystem::exists(Path("nowhere")));
+}
+
+TEST_F(FileDestinationTest, TwoIdsSharingAFileAreRefused) {
+  // `out` stages into out_temp.json, which is the main file of the id `out_temp`.
+  auto destination = Make(SyncMode::kFullRefresh, "job1");
+  ASSERT_OK(destination->Open(Value()));
+  auto written = destination->Write(Batch(0, 1, "out_temp"), NowMicros());
+  ASSERT_FALSE(written.has_value());
+  EXPECT_NE(written.error().message().find("'out_temp' and 'out'"), std::string::npos)
+      << written.error().ToString();
 }
 
 }  // namespace

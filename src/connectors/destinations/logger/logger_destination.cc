@@ -1,6 +1,7 @@
 // The logger destination: one log line per record, for trying a source out.
 #include <spdlog/spdlog.h>
 
+#include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
 namespace bizon {
@@ -18,7 +19,13 @@ class LoggerDestination final : public Destination {
   Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override {
     (void)loaded_at_us;
     for (size_t i = 0; i < records.size(); ++i) {
-      spdlog::info("[{}] {}", ToString(sync_.sync_mode), records.payload(i));
+      if (records.destination_id(i).empty()) {
+        spdlog::info("[{}] {}", ToString(sync_.sync_mode), records.payload(i));
+      } else {
+        // Quoted and escaped: an id from data must not split or forge a log line.
+        spdlog::info("[{}] {}: {}", ToString(sync_.sync_mode),
+                     QuoteDestinationId(records.destination_id(i)), records.payload(i));
+      }
     }
     return Value();
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bizon/clock.h"
+#include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
 namespace bizon {
@@ -392,13 +393,48 @@ Result<std::unique_ptr<PostgresDestination>> PostgresDestination::Create(
   }
   if (table.empty()) table = context.sync.source_name + "_" + context.sync.stream_name;
   destination->default_table_ = table;
-  // Fails early on a name that cannot be staged.
-  if (auto staged = destination->TableFor(table); !staged) return Fail(staged.error());
+  // Fails early on a name that cannot be staged (`config validate` reports it with its line).
+  if (auto staged = destination->TableFor(table); !staged) {
+    return Fail(staged.error().WithFailureClass(FailureClass::kConfig));
+  }
   return destination;
 }
 
 // -----------------------------------------------------------------------------------------------
 // Names and DDL.
+
+std::string PgStagingName(std::string_view table, SyncMode sync_mode) {
+  switch (sync_mode) {
+    case SyncMode::kFullRefresh:
+      return std::string(table) + "_temp";
+    case SyncMode::kIncremental:
+      return std::string(table) + "_incremental";
+    case SyncMode::kStream:
+      break;
+  }
+  return std::string(table);
+}
+
+Status CheckPostgresTableName(std::string_view table, SyncMode sync_mode) {
+  BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(table));
+  if (table == kLoadLog || table == kLoadSequence) {
+    return DestinationError(
+        StatusCode::kInvalidArgument,
+        fmt::format("a destination id must not name the postgres destination's own bookkeeping "
+                    "table or sequence: {}",
+                    QuoteDestinationId(table)));
+  }
+  if (std::string staging = PgStagingName(table, sync_mode); staging.size() > kMaxIdentifierBytes) {
+    return DestinationError(
+        StatusCode::kInvalidArgument,
+        fmt::format("a destination id is too long for a postgres table: PostgreSQL keeps {} bytes "
+                    "of a name and cuts the rest, which would merge names that differ after it, "
+                    "and the table it loads into ({}) needs {} bytes: {}",
+                    kMaxIdentifierBytes, staging == table ? "itself" : "its staging table",
+                    staging.size(), QuoteDestinationId(table)));
+  }
+  return Status::Ok();
+}
 
 std::string PostgresDestination::Qualified(std::string_view table) const {
   return quoted_schema_ + "." + connection_->QuoteIdentifier(table);
@@ -407,22 +443,17 @@ std::string PostgresDestination::Qualified(std::string_view table) const {
 Result<PostgresDestination::TableState*> PostgresDestination::TableFor(
     std::string_view table_name) {
   if (auto found = tables_.find(table_name); found != tables_.end()) return &found->second;
-  std::string staging(table_name);
-  switch (sync_.sync_mode) {
-    case SyncMode::kFullRefresh:
-      staging += "_temp";
-      break;
-    case SyncMode::kIncremental:
-      staging += "_incremental";
-      break;
-    case SyncMode::kStream:
-      break;
-  }
-  if (table_name.empty() || staging.size() > kMaxIdentifierBytes) {
-    return Fail(ConfigError(fmt::format(
-        "the postgres destination table name is empty or too long: PostgreSQL keeps {} bytes of "
-        "a name, and the staging table '{}' needs more; choose a shorter table or destination_id",
-        kMaxIdentifierBytes, staging)));
+  BIZON_RETURN_IF_ERROR(CheckPostgresTableName(table_name, sync_.sync_mode));
+  std::string staging = PgStagingName(table_name, sync_.sync_mode);
+  for (const auto& [name, other] : tables_) {
+    // `x` stages into `x_temp`, the table of the id `x_temp`: publishing one would drop the other.
+    if (other.staging == table_name || other.name == staging) {
+      return Fail(DestinationError(
+          StatusCode::kInvalidArgument,
+          fmt::format("two destination ids of one job would share a postgres table (one's "
+                      "staging table is the other's table): {} and {}",
+                      QuoteDestinationId(table_name), QuoteDestinationId(name))));
+    }
   }
   TableState state{.name = std::string(table_name), .staging = std::move(staging)};
   return &tables_.emplace(state.name, std::move(state)).first->second;
@@ -895,6 +926,8 @@ Status RegisterPostgresDestination(ConnectorRegistry& registry) {
                              .description = "Table to load into; defaults to destination_id, "
                                             "then the source and stream names joined by '_'."}},
                  .unknown_keys = UnknownKeys::kError},
+      .check_destination_id = CheckPostgresTableName,
+      .destination_id_keys = {"table"},
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         BIZON_ASSIGN_OR_RETURN(auto destination, PostgresDestination::Create(context));
         return std::unique_ptr<Destination>(std::move(destination));

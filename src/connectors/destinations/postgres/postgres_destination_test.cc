@@ -14,6 +14,7 @@
 
 #include "bizon/clock.h"
 #include "bizon/record_batch.h"
+#include "connectors/destinations/destination_record.h"
 #include "engine/backend/backend_test_support.h"
 #include "postgres/postgres_client.h"
 
@@ -322,6 +323,120 @@ TEST_F(PostgresDestinationTest, ConfigErrorsAreCaughtBeforeConnecting) {
   auto bad_type = PostgresDestination::Create(context);
   ASSERT_FALSE(bad_type.has_value());
   EXPECT_NE(bad_type.error().message().find("GEOGRAPHY"), std::string::npos);
+}
+
+TEST(PostgresTableNameTest, QuotesAnythingPrintableAndRefusesWhatCannotBeATable) {
+  for (std::string_view id : {"x\"; DROP TABLE x; --", "it's", "données_日本", "with space", "a.b",
+                              "/abs", "..", "semi;colon"}) {
+    EXPECT_TRUE(CheckPostgresTableName(id, SyncMode::kFullRefresh).ok()) << id;
+  }
+  for (std::string_view id :
+       {std::string_view(""), std::string_view("a\0b", 3), std::string_view("a\nb"),
+        std::string_view("_bizon_loads"), std::string_view("_bizon_load_id_seq")}) {
+    Status checked = CheckPostgresTableName(id, SyncMode::kStream);
+    EXPECT_EQ(checked.code(), StatusCode::kInvalidArgument) << id;
+    EXPECT_EQ(checked.failure_class(), FailureClass::kDestination) << id;
+  }
+  EXPECT_NE(CheckPostgresTableName(std::string_view("a\0b", 3), SyncMode::kStream)
+                .message()
+                .find(R"('a\x00b')"),
+            std::string::npos);
+}
+
+TEST(PostgresTableNameTest, TheStagingNameMustFitPostgresIdentifierLimit) {
+  // 63 bytes is what PostgreSQL keeps; the staging suffix counts.
+  EXPECT_TRUE(CheckPostgresTableName(std::string(63, 'x'), SyncMode::kStream).ok());
+  EXPECT_FALSE(CheckPostgresTableName(std::string(64, 'x'), SyncMode::kStream).ok());
+  EXPECT_TRUE(CheckPostgresTableName(std::string(58, 'x'), SyncMode::kFullRefresh).ok());
+  EXPECT_FALSE(CheckPostgresTableName(std::string(59, 'x'), SyncMode::kFullRefresh).ok());
+  EXPECT_TRUE(CheckPostgresTableName(std::string(51, 'x'), SyncMode::kIncremental).ok());
+  Status too_long = CheckPostgresTableName(std::string(52, 'x'), SyncMode::kIncremental);
+  EXPECT_EQ(too_long.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.message().find("63 bytes"), std::string::npos) << too_long.message();
+  EXPECT_NE(too_long.message().find("needs 64 bytes"), std::string::npos) << too_long.message();
+  // Bytes, not characters: 21 three-byte characters are 63 bytes.
+  std::string wide;
+  for (int i = 0; i < 21; ++i) wide += "日";
+  EXPECT_TRUE(CheckPostgresTableName(wide, SyncMode::kStream).ok());
+  EXPECT_FALSE(CheckPostgresTableName(wide + "x", SyncMode::kStream).ok());
+  EXPECT_EQ(PgStagingName("t", SyncMode::kFullRefresh), "t_temp");
+  EXPECT_EQ(PgStagingName("t", SyncMode::kIncremental), "t_incremental");
+  EXPECT_EQ(PgStagingName("t", SyncMode::kStream), "t");
+}
+
+TEST_F(PostgresDestinationTest, HostileIdsNameExactlyTheirOwnTables) {
+  const std::string injected = "x\"; DROP TABLE victim; --";
+  ASSERT_OK(admin_->Run("CREATE SCHEMA " + schema_, "create the schema"));
+  ASSERT_OK(admin_->Run("CREATE TABLE " + schema_ + ".victim (id int)", "create a bystander"));
+  const std::vector<std::string> routed = {"données_日本", "it's", "with space", "a.b",
+                                           "/abs",         "..",   "semi;colon"};
+  for (SyncMode mode : {SyncMode::kFullRefresh, SyncMode::kIncremental, SyncMode::kStream}) {
+    std::string job = "job-" + std::string(ToString(mode));
+    auto destination = Make(mode, job, Value(Value::Map{{"destination_id", Value(injected)}}));
+    ASSERT_OK(destination->Open(Value()));
+    RecordBatch batch;
+    batch.Add("0", R"({"id":0})", 0);
+    for (size_t i = 0; i < routed.size(); ++i) {
+      batch.Add(std::to_string(i + 1), R"({"id":1})", 0, routed[i]);
+    }
+    ASSERT_TRUE(ValueOrDie(destination->Write(batch, NowMicros())).Find("load_id"));
+    ASSERT_OK(destination->Finalize());
+    ASSERT_OK(destination->OnJobSucceeded());
+    // One row per run and mode; full refresh replaced, incremental and stream appended.
+    std::string expected = mode == SyncMode::kFullRefresh   ? "0"
+                           : mode == SyncMode::kIncremental ? "0,0"
+                                                            : "0,0,0";
+    EXPECT_EQ(Ids(injected), expected) << ToString(mode);
+    for (size_t i = 0; i < routed.size(); ++i) {
+      std::string id = std::to_string(i + 1);
+      expected = mode == SyncMode::kFullRefresh   ? id
+                 : mode == SyncMode::kIncremental ? id + "," + id
+                                                  : id + "," + id + "," + id;
+      EXPECT_EQ(Ids(routed[i]), expected) << routed[i] << " " << ToString(mode);
+    }
+  }
+  EXPECT_TRUE(Exists("victim"));
+  // Exactly the bystander, the bookkeeping and the eight tables: no staging left, nothing else.
+  auto tables = ValueOrDie(
+      admin_->Query("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = $1 AND c.relkind = 'r'",
+                    "count the tables", schema_));
+  EXPECT_EQ(tables.Text(0, 0), "10");
+  // The dot is part of the name, not a schema separator.
+  auto dotted = ValueOrDie(
+      admin_->Query("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = $1 AND c.relname = 'a.b'",
+                    "look up the dotted table", schema_));
+  EXPECT_EQ(dotted.Text(0, 0), "1");
+}
+
+TEST_F(PostgresDestinationTest, ARefusedRecordIdFailsTheWriteAndPublishesNothing) {
+  auto previous = Make(SyncMode::kFullRefresh, "job1");
+  ASSERT_OK(previous->Open(Value()));
+  ASSERT_TRUE(previous->Write(Batch(0, 2), NowMicros()).has_value());
+  ASSERT_OK(previous->Finalize());
+  ASSERT_OK(previous->OnJobSucceeded());
+
+  const std::vector<std::string> refused = {std::string(59, 'l'), std::string("nul\0x", 5),
+                                            "line\nbreak", "_bizon_loads", "Out Table_temp"};
+  for (const std::string& id : refused) {
+    auto destination = Make(SyncMode::kFullRefresh, "job-" + NewUuidHex());
+    ASSERT_OK(destination->Open(Value()));
+    RecordBatch batch = Batch(10, 12);
+    batch.Add("20", R"({"id":20})", 0, "fine");
+    batch.Add("21", R"({"id":21})", 0, id);
+    auto written = destination->Write(batch, NowMicros());
+    ASSERT_FALSE(written.has_value()) << QuoteDestinationId(id);
+    EXPECT_EQ(written.error().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(written.error().failure_class(), FailureClass::kDestination);
+    EXPECT_NE(written.error().message().find(QuoteDestinationId(id)), std::string::npos)
+        << written.error().ToString();
+    // The engine fails the run: no Finalize(). The published table is untouched.
+    EXPECT_EQ(Ids("Out Table"), "0,1");
+    EXPECT_FALSE(Exists("fine"));
+  }
+  EXPECT_FALSE(Exists(std::string(59, 'l')));
+  EXPECT_FALSE(Exists(std::string(59, 'l') + "_tem"));  // What a silent truncation would make.
 }
 
 }  // namespace
