@@ -1,15 +1,33 @@
 #!/usr/bin/env bash
-# Creates the virtual environment the test harness uses (build/venv) and installs its packages.
-# Idempotent: skipped when requirements.txt has not changed since the last install.
+# Creates the virtual environments the test harness uses and installs their packages:
+# * build/venv: pytest and the test clients (tests/requirements.txt);
+# * build/original-venv: the original bizon from PyPI with its postgres extra, which
+#   tests/e2e/test_original_state.py runs against ours on one backend.
+# Idempotent: each is skipped when its requirements have not changed since its last install.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$root/build/venv"
+
+# install <venv> <stamp text> <pip arguments...>
+install() {
+  local venv="$1" want="$2"
+  shift 2
+  local stamp="$venv/.requirements.sha256"
+  if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
+  echo "$want" > "$stamp"
+}
+
 requirements="$root/tests/requirements.txt"
-stamp="$venv/.requirements.sha256"
-want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  exit 0
+install "$root/build/venv" "$(sha256sum "$requirements" | cut -d' ' -f1)" -r "$requirements"
+
+# The original requires Python 3.10 to 3.12; without such a python3 its tests skip, saying so.
+original="bizon[postgres]==0.6.4"
+if python3 -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (3, 13)))'; then
+  install "$root/build/original-venv" "$original" "$original"
+else
+  echo "python-env: $(python3 --version 2>&1) cannot run the original bizon (3.10 to 3.12);" \
+    "skipping build/original-venv" >&2
 fi
-python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-echo "$want" > "$stamp"

@@ -218,6 +218,41 @@ TEST_P(BackendConformanceTest, EmptyPaginationIsStoredAsNullAndReadsBackAsNullop
   }
 }
 
+// The original's stream runner stores no pagination (its sources keep their own position) and
+// knows no source_exhausted column: such a cursor continues the stream with the empty pagination.
+// Anywhere else, and on our own cursors, a NULL pagination still means "the source is exhausted".
+TEST_P(BackendConformanceTest, OriginalStreamCursorWithoutPaginationContinuesTheStream) {
+  auto insert_original_cursor = [&](const StreamJob& job) {
+    ExecuteRaw("INSERT INTO " + Table("destination_cursors") +
+               " (id, job_id, name, source_name, stream_name, destination_name,"
+               " from_source_iteration, to_source_iteration, rows_written, success, attempt,"
+               " created_at, updated_at) VALUES ('" +
+               NewUuidHex() + "', '" + job.id + "', '" + job.key.name + "', '" +
+               job.key.source_name + "', '" + job.key.stream_name +
+               "', 'file', 3, 3, 2, true, 0, '2026-01-02 03:04:05.000006', NULL)");
+  };
+  StreamJob stream = NewJob(kKey, "stream");
+  insert_original_cursor(stream);
+  std::optional<DestinationCursor> last = ValueOrDie(backend().GetLastDestinationCursor(stream.id));
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->to_source_iteration, 3);
+  EXPECT_EQ(last->pagination, "{}");
+
+  StreamJob incremental = NewJob(kOtherKey, "incremental");
+  insert_original_cursor(incremental);
+  last = ValueOrDie(backend().GetLastDestinationCursor(incremental.id));
+  ASSERT_TRUE(last.has_value());
+  EXPECT_FALSE(last->pagination.has_value());
+
+  DestinationCursor ours = Cursor(stream, 4, 4, 1, true);
+  ours.pagination = std::nullopt;
+  ASSERT_OK(backend().CreateDestinationCursor(ours));
+  last = ValueOrDie(backend().GetLastDestinationCursor(stream.id));
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->to_source_iteration, 4);
+  EXPECT_FALSE(last->pagination.has_value());
+}
+
 TEST_P(BackendConformanceTest, DestinationStateAndCallerChosenFieldsRoundTrip) {
   StreamJob job = NewJob();
   DestinationCursor cursor = Cursor(job, 0, 2, 30, true);

@@ -3,22 +3,42 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 
 namespace bizon {
 namespace {
 
-std::string SqlitePath(const Value& backend) {
-  std::string database = backend.FindPath("config.database") != nullptr
-                             ? backend.FindPath("config.database")->ToDisplayString()
-                             : "bizon";
-  auto ends_with = [&](std::string_view suffix) {
-    return database.size() >= suffix.size() &&
-           database.compare(database.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".sqlite3") || ends_with(".sqlite") || ends_with(".db")) return database;
-  return database + ".sqlite3";
+std::string SqliteDatabaseName(const Value& backend) {
+  return backend.FindPath("config.database") != nullptr
+             ? backend.FindPath("config.database")->ToDisplayString()
+             : "bizon";
+}
+
+// Always `<database>.sqlite3`, as the original names it (`state.db` is `state.db.sqlite3`), so
+// both implementations open the same file whatever the name ends with.
+std::string SqlitePath(const Value& backend) { return SqliteDatabaseName(backend) + ".sqlite3"; }
+
+// Before it matched the original, this binary opened a `database` ending in .sqlite3, .sqlite or
+// .db as is. Opening the new name next to such a file would silently start from no state, so a
+// run refuses until the operator renames it.
+Status CheckNoEarlierSqliteFile(const Value& backend) {
+  std::string database = SqliteDatabaseName(backend);
+  bool had_suffix =
+      database.ends_with(".sqlite3") || database.ends_with(".sqlite") || database.ends_with(".db");
+  std::error_code error;
+  if (!had_suffix || !std::filesystem::exists(database, error) ||
+      std::filesystem::exists(SqlitePath(backend), error)) {
+    return Status::Ok();
+  }
+  return Status(StatusCode::kFailedPrecondition,
+                fmt::format("the sqlite backend file is <database>.sqlite3, as in the original "
+                            "bizon; an earlier version of this binary used <database> itself. "
+                            "Rename the state file to resume from it (found, expected): {}, {}",
+                            database, SqlitePath(backend)),
+                FailureClass::kBackend);
 }
 
 }  // namespace
@@ -26,6 +46,7 @@ std::string SqlitePath(const Value& backend) {
 Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
   std::string type = backend.GetString("type", "sqlite");
   if (type == "sqlite") {
+    BIZON_RETURN_IF_ERROR(CheckNoEarlierSqliteFile(backend));
     BIZON_ASSIGN_OR_RETURN(auto opened, SqliteBackend::Open(SqlitePath(backend)));
     std::unique_ptr<Backend> result = std::move(opened);
     BIZON_RETURN_IF_ERROR(result->Migrate());

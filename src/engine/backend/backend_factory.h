@@ -12,8 +12,9 @@
 namespace bizon {
 
 /// `backend` is the normalized `engine.backend` block ({type, config}). For `sqlite` the file is
-/// `<database>.sqlite3`, relative to the working directory unless absolute (or `database` itself
-/// when it already ends in .sqlite3, .sqlite or .db).
+/// `<database>.sqlite3` whatever `database` ends with (as the original), relative to the working
+/// directory unless absolute. A run refuses (kFailedPrecondition) when only the file an earlier
+/// version of this binary used exists: `database` itself, when it ends in .sqlite3, .sqlite or .db.
 Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend);
 
 /// The database file of a `sqlite` backend; nullopt for any other type.

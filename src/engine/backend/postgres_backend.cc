@@ -1,6 +1,7 @@
 #include "engine/backend/postgres_backend.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdint>
 #include <iterator>
@@ -99,7 +100,24 @@ constexpr std::string_view kMigration2[] = {
     "CREATE INDEX IF NOT EXISTS stream_resets_by_job ON {s}.stream_resets (consumed_by_job_id)",
 };
 
-constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2};
+// Version 3: SqliteBackend's version 3 (whether a NULL pagination means "the source is exhausted";
+// NULL on rows the original wrote).
+constexpr std::string_view kMigration3[] = {
+    "ALTER TABLE {s}.destination_cursors ADD COLUMN IF NOT EXISTS source_exhausted BOOLEAN",
+    "UPDATE {s}.destination_cursors SET source_exhausted = (pagination IS NULL)"
+    " WHERE job_id IN (SELECT id FROM {s}.stream_jobs WHERE owner IS NOT NULL)",
+    // The original's tables (adopted by version 1) bound error messages to 255 or 500
+    // characters; ours are longer. A no-op on tables version 1 created.
+    "ALTER TABLE {s}.stream_jobs ALTER COLUMN error_message TYPE TEXT",
+    "ALTER TABLE {s}.source_cursors ALTER COLUMN error_message TYPE TEXT",
+    "ALTER TABLE {s}.destination_cursors ALTER COLUMN error_message TYPE TEXT",
+};
+
+constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2, kMigration3};
+
+// The tables the original reads and writes, in its search path.
+constexpr std::string_view kOriginalTables[] = {"stream_jobs", "source_cursors",
+                                                "destination_cursors", "stream_resets"};
 
 constexpr std::string_view kCreateVersionTable =
     "CREATE TABLE IF NOT EXISTS {s}.bizon_schema_version ("
@@ -180,11 +198,15 @@ Result<StreamJob> ReadJob(const PgResult& rows, int row) {
   return job;
 }
 
+/// As SqliteBackend's: a stream cursor the original wrote (no pagination, no source_exhausted)
+/// reads back as the empty pagination, so the stream continues. `{s}` is the quoted schema.
 std::string DestinationCursorColumns() {
   return fmt::format(
       "id, job_id, name, source_name, stream_name, destination_name, from_source_iteration,"
-      " to_source_iteration, rows_written, success, pagination, destination_state, error_message,"
-      " {}",
+      " to_source_iteration, rows_written, success,"
+      " CASE WHEN pagination IS NULL AND source_exhausted IS NULL AND (SELECT sync_mode FROM"
+      " {{s}}.stream_jobs j WHERE j.id = destination_cursors.job_id) = 'stream' THEN '{{}}'"
+      " ELSE pagination END, destination_state, error_message, {}",
       Micros("created_at"));
 }
 
@@ -238,7 +260,7 @@ std::string LockDescription(const StreamKey& key) {
 // Opening.
 
 PostgresBackend::PostgresBackend(std::unique_ptr<PgConnection> connection, std::string schema)
-    : connection_(std::move(connection)), schema_(std::move(schema)) {
+    : connection_(std::move(connection)), configured_schema_(schema), schema_(std::move(schema)) {
   quoted_schema_ = connection_->QuoteIdentifier(schema_);
   connection_->SetReconnectHook([this](PgConnection&) { return RetakeRunLocks(); });
 }
@@ -279,7 +301,94 @@ Result<int> PostgresBackend::SchemaVersion() {
   return static_cast<int>(version.Int64(0, 0));
 }
 
+Status PostgresBackend::ResolveStore() {
+  if (store_resolved_) return Status::Ok();
+  // relkind of `stream_jobs` in the configured schema and in the first schema of the search
+  // path (current_schema(): where the original's unqualified table names resolve).
+  constexpr std::string_view kKind =
+      "(SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+      " WHERE n.nspname = {} AND c.relname = 'stream_jobs')";
+  BIZON_ASSIGN_OR_RETURN(
+      PgResult found,
+      connection_->Query(fmt::format("SELECT current_schema(), {}, {}", fmt::format(kKind, "$1"),
+                                     fmt::format(kKind, "current_schema()")),
+                         "look up where the state tables are", configured_schema_));
+  store_resolved_ = true;
+  std::optional<std::string> path_schema = found.OptionalText(0, 0);
+  if (!path_schema || *path_schema == configured_schema_) return Status::Ok();
+  std::optional<std::string> configured_kind = found.OptionalText(0, 1);
+  std::optional<std::string> path_kind = found.OptionalText(0, 2);
+  bool original_tables = path_kind == "r" || path_kind == "p";
+  if (!configured_kind && original_tables) {
+    // State the original wrote, and none of ours: continue it where it is, so both read one store.
+    spdlog::info(
+        "Backend: the configured schema has no state tables but the search path has the original "
+        "bizon's; using those (configured schema, tables' schema): {}, {}",
+        configured_schema_, *path_schema);
+    SetStoreSchema(*path_schema);
+    return Status::Ok();
+  }
+  if (original_tables) {
+    spdlog::warn(
+        "Backend: two state stores for this database: ours in the configured schema and the "
+        "original bizon's in the search path; this binary uses the first, the original the second "
+        "(configured schema, search path schema): {}, {}",
+        configured_schema_, *path_schema);
+    return Status::Ok();
+  }
+  // Nothing of the original's: views in its search path let it read and write our tables.
+  if (!path_kind) original_views_schema_ = *path_schema;
+  return Status::Ok();
+}
+
+void PostgresBackend::SetStoreSchema(std::string schema) {
+  schema_ = std::move(schema);
+  quoted_schema_ = connection_->QuoteIdentifier(schema_);
+}
+
+Status PostgresBackend::CreateOriginalViews() {
+  if (!original_views_schema_) return Status::Ok();
+  std::string views_schema = *std::exchange(original_views_schema_, std::nullopt);
+  std::string quoted_views = connection_->QuoteIdentifier(views_schema);
+  Status created = [&]() -> Status {
+    BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
+    // Two pipelines creating the views at once: the second waits, then sees them and stops.
+    BIZON_RETURN_IF_ERROR(connection_->Run("SELECT pg_advisory_xact_lock($1)",
+                                           "take the view creation lock",
+                                           AdvisoryLockKey("bizon.views\x1f" + views_schema)));
+    for (std::string_view table : kOriginalTables) {
+      BIZON_ASSIGN_OR_RETURN(
+          PgResult exists,
+          connection_->Query("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid ="
+                             " c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+                             "look up a view for the original", views_schema, table));
+      if (exists.rows() > 0) continue;
+      BIZON_RETURN_IF_ERROR(connection_->Run(
+          fmt::format("CREATE VIEW {}.{} AS SELECT * FROM {}", quoted_views, table, Table(table)),
+          "create a view for the original bizon"));
+    }
+    return transaction.Commit();
+  }();
+  if (!created.ok()) {
+    // Only a switch back to the original needs them; this run does not.
+    spdlog::warn(
+        "Backend: could not create the views through which the original bizon reads this state "
+        "(schema, error): {}, {}",
+        views_schema, created.message());
+    return Status::Ok();
+  }
+  spdlog::info("Backend: state in schema {}, readable by the original bizon through views in {}",
+               schema_, views_schema);
+  return Status::Ok();
+}
+
 Status PostgresBackend::Migrate() {
+  BIZON_RETURN_IF_ERROR(ResolveStore());
+  BIZON_RETURN_IF_ERROR(MigrateStore());
+  return CreateOriginalViews();
+}
+
+Status PostgresBackend::MigrateStore() {
   // Fast path without the lock: the common case is a schema that is already current.
   BIZON_ASSIGN_OR_RETURN(int version, SchemaVersion());
   while (version < LatestSchemaVersion()) {
@@ -484,13 +593,14 @@ Status PostgresBackend::CreateDestinationCursor(const DestinationCursor& cursor)
       fmt::format("INSERT INTO {} (id, job_id, name, source_name, stream_name,"
                   " destination_name, from_source_iteration, to_source_iteration, rows_written,"
                   " success, attempt, error_message, created_at, updated_at, pagination,"
-                  " destination_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11,"
-                  " $12, $13, $14, $15)",
+                  " destination_state, source_exhausted) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+                  " $9, $10, 0, $11, $12, $13, $14, $15, $16)",
                   Table("destination_cursors")),
       "insert the destination cursor", cursor.id.empty() ? NewUuidHex() : cursor.id, cursor.job_id,
       cursor.key.name, cursor.key.source_name, cursor.key.stream_name, cursor.destination_name,
       cursor.from_source_iteration, cursor.to_source_iteration, cursor.rows_written, cursor.success,
-      cursor.error_message, now, now, pagination, cursor.destination_state);
+      cursor.error_message, now, now, pagination, cursor.destination_state,
+      !pagination.has_value());
 }
 
 Result<std::optional<DestinationCursor>> PostgresBackend::GetLastDestinationCursor(
@@ -501,7 +611,8 @@ Result<std::optional<DestinationCursor>> PostgresBackend::GetLastDestinationCurs
           fmt::format("SELECT {} FROM {} WHERE job_id = $1 AND success"
                       " ORDER BY to_source_iteration DESC, created_at DESC, insert_order DESC"
                       " LIMIT 1",
-                      DestinationCursorColumns(), Table("destination_cursors")),
+                      InSchema(DestinationCursorColumns(), quoted_schema_),
+                      Table("destination_cursors")),
           "read the last destination cursor", job_id));
   if (rows.rows() == 0) return std::nullopt;
   return ReadDestinationCursor(rows, 0);

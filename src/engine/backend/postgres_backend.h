@@ -1,8 +1,13 @@
 // PostgresBackend: the Backend on a PostgreSQL database (the `postgres` backend type).
 //
 // Same tables, columns, values and migrations as SqliteBackend (README.md beside this file), in
-// the configured `schema`, which is created when missing (the original only checked it existed,
-// then wrongly used `public`). Every identifier is quoted; values always travel as parameters.
+// the configured `schema`, which is created when missing. The original checked that schema
+// existed, then used unqualified names: its tables are in the first schema of the connection's
+// search path (current_schema()). So Migrate() first looks at both (README.md, "State shared with
+// the original"): when only the search path holds the original's tables, they are the store;
+// otherwise the configured schema is, and views of its four tables are created in the search path
+// schema (when nothing is there) for the original to read and write. Every identifier is quoted;
+// values always travel as parameters.
 //
 // Concurrency: many instances, processes and hosts may share one database and schema. Migrate()
 // serialises concurrent migrators with a transaction-level advisory lock, so each migration is
@@ -51,9 +56,11 @@ class PostgresBackend final : public Backend {
   /// The version recorded in `bizon_schema_version`; 0 when the schema was never migrated.
   Result<int> SchemaVersion();
 
-  /// Creates the schema when missing and applies the pending migrations, each in its own
-  /// transaction under an advisory lock, re-reading the version first. Fails with
-  /// kFailedPrecondition when the schema was migrated by a newer bizon.
+  /// Decides where the tables are (the configured schema, or the original's in the search path),
+  /// creates the schema when missing and applies the pending migrations, each in its own
+  /// transaction under an advisory lock, re-reading the version first; then creates the views
+  /// the original reads through, when they are needed. Fails with kFailedPrecondition when the
+  /// schema was migrated by a newer bizon.
   Status Migrate() override;
 
   /// Takes the session-level advisory lock of (schema, pipeline, source, stream) without
@@ -103,9 +110,19 @@ class PostgresBackend final : public Backend {
   Status UpdateJob(std::string_view set_clause, std::string_view what, std::string_view job_id,
                    std::vector<PgParam> params);
   Status RetakeRunLocks();
+  /// Decides where the state tables are (see the file comment); once per instance.
+  Status ResolveStore();
+  void SetStoreSchema(std::string schema);
+  Status MigrateStore();
+  /// Views of the four original tables in the search path schema ResolveStore() chose, if any.
+  /// A failure is only logged: the run does not need them.
+  Status CreateOriginalViews();
 
   std::unique_ptr<PgConnection> connection_;
-  std::string schema_;
+  std::string configured_schema_;  // engine.backend.config.schema.
+  std::string schema_;             // Where the state tables are.
+  bool store_resolved_ = false;
+  std::optional<std::string> original_views_schema_;
   std::string quoted_schema_;
   struct HeldLock {
     int64_t key;

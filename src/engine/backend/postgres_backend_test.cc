@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -247,4 +248,109 @@ TEST_F(PostgresBackendTest, UnreachableServerIsUnavailable) {
 }
 
 }  // namespace
+/// Opens the backend with the connection's search path set to `search_path`, a quoted identifier
+/// (through PGOPTIONS, which libpq reads as psycopg2 does for the original).
+std::unique_ptr<PostgresBackend> OpenWithSearchPath(const PgConnectionSettings& settings,
+                                                    const std::string& schema,
+                                                    const std::string& search_path) {
+  std::string escaped;
+  for (char c : search_path) {
+    if (c == ' ' || c == '\\') escaped.push_back('\\');
+    escaped.push_back(c);
+  }
+  setenv("PGOPTIONS", ("-c search_path=" + escaped).c_str(), 1);
+  auto backend = PostgresBackend::Open(settings, schema);
+  unsetenv("PGOPTIONS");
+  return ValueOrDie(std::move(backend));
+}
+
+/// The original's DDL (SQLAlchemy's, for bizon 0.6.4) of stream_jobs and destination_cursors.
+void CreateOriginalTables(PgConnection& admin, const std::string& quoted) {
+  ASSERT_OK(admin.Run(
+      "CREATE TABLE " + quoted +
+          ".stream_jobs (id VARCHAR(100) NOT NULL PRIMARY KEY, name VARCHAR(100) NOT NULL,"
+          " source_name VARCHAR(100) NOT NULL, stream_name VARCHAR(100) NOT NULL, sync_mode"
+          " VARCHAR(100) NOT NULL, attempt INTEGER, total_records_to_fetch INTEGER, created_at"
+          " TIMESTAMP WITHOUT TIME ZONE NOT NULL, updated_at TIMESTAMP WITHOUT TIME ZONE,"
+          " incremental_state VARCHAR, status VARCHAR(100), error_message VARCHAR(255))",
+      "create the original's stream_jobs"));
+  ASSERT_OK(admin.Run(
+      "CREATE TABLE " + quoted +
+          ".destination_cursors (id VARCHAR(100) NOT NULL PRIMARY KEY, job_id VARCHAR(100)"
+          " REFERENCES " +
+          quoted +
+          ".stream_jobs (id), name VARCHAR(100) NOT NULL, source_name VARCHAR(100) NOT NULL,"
+          " stream_name VARCHAR(100) NOT NULL, destination_name VARCHAR(100) NOT NULL,"
+          " from_source_iteration INTEGER, to_source_iteration INTEGER, rows_written INTEGER,"
+          " success BOOLEAN NOT NULL, attempt INTEGER, error_message VARCHAR(500), created_at"
+          " TIMESTAMP WITHOUT TIME ZONE, updated_at TIMESTAMP WITHOUT TIME ZONE, pagination"
+          " VARCHAR)",
+      "create the original's destination_cursors"));
+}
+
+// The original keeps its tables in the search path whatever `schema` says. With only those
+// there, they are the store: this binary continues the original's state and writes where the
+// original reads.
+TEST_F(PostgresBackendTest, OriginalTablesInTheSearchPathAreTheStore) {
+  std::string path = schema_ + " path";
+  std::string quoted_path = admin_->QuoteIdentifier(path);
+  std::string configured = schema_ + " configured";
+  ExecuteRaw("CREATE SCHEMA " + quoted_path);
+  CreateOriginalTables(*admin_, quoted_path);
+  ExecuteRaw("INSERT INTO " + quoted_path +
+             ".stream_jobs VALUES ('original', 'pipeline', 'dummy', 'creatures', 'incremental', 0,"
+             " NULL, '2024-05-01 10:00:00.000000', NULL, '{\"seen\": 5}', 'succeeded', NULL)");
+  auto backend = OpenWithSearchPath(settings_, configured, quoted_path);
+  ASSERT_OK(backend->Migrate());
+  std::optional<StreamJob> job = ValueOrDie(backend->GetLastSuccessfulStreamJob(kKey));
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->id, "original");
+  EXPECT_EQ(job->incremental_state, R"({"seen": 5})");
+  StreamJob ours = ValueOrDie(backend->CreateStreamJob(kKey, "incremental", std::nullopt, "1@h"));
+  // Our messages are longer than the original's VARCHAR(255).
+  ASSERT_OK(backend->UpdateStreamJobStatus(ours.id, JobStatus::kFailed, std::string(300, 'x')));
+  EXPECT_EQ(QueryText("SELECT count(*) FROM " + quoted_path + ".stream_jobs"), "2");
+  EXPECT_EQ(QueryText("SELECT count(*) FROM pg_namespace WHERE nspname = '" + configured + "'"),
+            "0");
+  backend.reset();
+  admin_->Run("DROP SCHEMA " + quoted_path + " CASCADE", "drop").IgnoreError();
+}
+
+// A fresh store goes to the configured schema, and the original (which would look in its search
+// path) reads and writes it through views there.
+TEST_F(PostgresBackendTest, FreshStoreIsReadableByTheOriginalThroughViews) {
+  std::string path = schema_ + " path";
+  std::string quoted_path = admin_->QuoteIdentifier(path);
+  std::string configured = schema_ + " configured";
+  std::string quoted_configured = admin_->QuoteIdentifier(configured);
+  ExecuteRaw("CREATE SCHEMA " + quoted_path);
+  auto backend = OpenWithSearchPath(settings_, configured, quoted_path);
+  ASSERT_OK(backend->Migrate());
+  ASSERT_OK(backend->Migrate());  // Idempotent, views included.
+  for (std::string table :
+       {"stream_jobs", "source_cursors", "destination_cursors", "stream_resets"}) {
+    EXPECT_EQ(QueryText("SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid ="
+                        " c.relnamespace WHERE n.nspname = '" +
+                        path + "' AND c.relname = '" + table + "'"),
+              "v")
+        << table;
+  }
+  StreamJob ours = ValueOrDie(backend->CreateStreamJob(kKey, "incremental", std::nullopt, "1@h"));
+  EXPECT_EQ(
+      QueryText("SELECT status FROM " + quoted_path + ".stream_jobs WHERE id = '" + ours.id + "'"),
+      "started");
+  // What the original's ORM inserts: its columns only.
+  ExecuteRaw("INSERT INTO " + quoted_path +
+             ".stream_jobs (id, name, source_name, stream_name, sync_mode, attempt, created_at,"
+             " status) VALUES ('original', 'pipeline', 'dummy', 'creatures', 'incremental', 0,"
+             " '2099-01-01 00:00:00', 'running')");
+  std::optional<StreamJob> running = ValueOrDie(backend->GetRunningStreamJob(kKey));
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(running->id, "original");
+  EXPECT_EQ(QueryText("SELECT count(*) FROM " + quoted_configured + ".stream_jobs"), "2");
+  backend.reset();
+  admin_->Run("DROP SCHEMA " + quoted_configured + " CASCADE", "drop").IgnoreError();
+  admin_->Run("DROP SCHEMA " + quoted_path + " CASCADE", "drop").IgnoreError();
+}
+
 }  // namespace bizon

@@ -102,7 +102,17 @@ constexpr std::string_view kMigration2[] = {
     "CREATE INDEX IF NOT EXISTS stream_resets_by_job ON stream_resets (consumed_by_job_id)",
 };
 
-constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2};
+// Version 3: whether a cursor's NULL pagination means "the source is exhausted". This binary
+// writes 0 or 1; the original leaves it NULL, and its stream runner never stores a pagination at
+// all (its sources keep their own position), so there NULL means "continue". Rows of jobs this
+// binary created before version 3 (owner set) get the value their pagination implies.
+constexpr std::string_view kMigration3[] = {
+    "ALTER TABLE destination_cursors ADD COLUMN source_exhausted INTEGER",
+    "UPDATE destination_cursors SET source_exhausted = (pagination IS NULL)"
+    " WHERE job_id IN (SELECT id FROM stream_jobs WHERE owner IS NOT NULL)",
+};
+
+constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2, kMigration3};
 
 // A single row (id = 1) holding the version the schema was migrated to.
 constexpr std::string_view kCreateVersionTable =
@@ -444,10 +454,14 @@ Result<std::optional<StreamJob>> QueryJob(sqlite3* db, std::string_view where_an
   return job;
 }
 
+// A stream cursor written by the original has no pagination and no source_exhausted: it reads
+// back as the empty pagination, so the stream continues (see kMigration3).
 constexpr std::string_view kDestinationCursorColumns =
     "id, job_id, name, source_name, stream_name, destination_name, from_source_iteration,"
-    " to_source_iteration, rows_written, success, pagination, destination_state, error_message,"
-    " created_at";
+    " to_source_iteration, rows_written, success,"
+    " CASE WHEN pagination IS NULL AND source_exhausted IS NULL AND (SELECT sync_mode FROM"
+    " stream_jobs WHERE stream_jobs.id = destination_cursors.job_id) = 'stream' THEN '{}'"
+    " ELSE pagination END, destination_state, error_message, created_at";
 
 Result<DestinationCursor> ReadDestinationCursor(const Statement& row) {
   DestinationCursor cursor;
@@ -678,12 +692,13 @@ Status SqliteBackend::CreateDestinationCursor(const DestinationCursor& cursor) {
              "INSERT INTO destination_cursors (id, job_id, name, source_name, stream_name,"
              " destination_name, from_source_iteration, to_source_iteration, rows_written,"
              " success, attempt, error_message, created_at, updated_at, pagination,"
-             " destination_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+             " destination_state, source_exhausted)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
              "insert the destination cursor", cursor.id.empty() ? NewUuidHex() : cursor.id,
              cursor.job_id, cursor.key.name, cursor.key.source_name, cursor.key.stream_name,
              cursor.destination_name, cursor.from_source_iteration, cursor.to_source_iteration,
              cursor.rows_written, int64_t{cursor.success ? 1 : 0}, cursor.error_message, now, now,
-             pagination, cursor.destination_state);
+             pagination, cursor.destination_state, int64_t{pagination.has_value() ? 0 : 1});
 }
 
 Result<std::optional<DestinationCursor>> SqliteBackend::GetLastDestinationCursor(

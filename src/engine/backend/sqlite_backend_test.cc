@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/backend/backend_test_support.h"
 
 namespace bizon {
@@ -250,4 +252,71 @@ TEST(JobStatusTest, RoundTripsTheOriginalNames) {
 }
 
 }  // namespace
+Value SqliteBackendConfig(const std::string& database) {
+  return ValueOrDie(
+      Value::FromJson(R"({"type": "sqlite", "config": {"database": ")" + database + R"("}})"));
+}
+
+// The original opens `<database>.sqlite3` whatever `database` ends with; so does this binary now.
+TEST_F(SqliteBackendTest, DatabaseFileIsAlwaysTheNameWithSqlite3Appended) {
+  for (std::string name : {"plain", "state.db", "state.sqlite", "state.sqlite3"}) {
+    Value config = SqliteBackendConfig(directory_ + "/" + name);
+    EXPECT_EQ(SqliteFilePath(config), directory_ + "/" + name + ".sqlite3");
+    auto opened = OpenBackend(config);
+    ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+    EXPECT_TRUE(std::filesystem::exists(directory_ + "/" + name + ".sqlite3")) << name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(directory_ + "/state.db"));
+}
+
+// A file under the name an earlier version of this binary used, and none under the new one: the
+// run refuses rather than start from no state.
+TEST_F(SqliteBackendTest, EarlierFileNameIsRefusedUntilRenamed) {
+  std::string earlier = directory_ + "/earlier.db";
+  ValueOrDie(SqliteBackend::Open(earlier))->Migrate().IgnoreError();
+  auto refused = OpenBackend(SqliteBackendConfig(earlier));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.error().message().find(earlier + ", " + earlier + ".sqlite3"),
+            std::string::npos)
+      << refused.error().message();
+  std::filesystem::rename(earlier, earlier + ".sqlite3");
+  EXPECT_TRUE(OpenBackend(SqliteBackendConfig(earlier)).has_value());
+}
+
+// Version 3 tells our NULL paginations (exhausted) from the original's: rows of jobs this binary
+// created (owner set) are backfilled, the original's (owner NULL) are left NULL.
+TEST_F(SqliteBackendTest, MigrationThreeBackfillsOurCursorsOnly) {
+  std::string path = directory_ + "/v2.sqlite3";
+  {
+    auto backend = ValueOrDie(SqliteBackend::Open(path));
+    ASSERT_OK(backend->Migrate());
+  }
+  SqliteExecute(
+      path,
+      "ALTER TABLE destination_cursors DROP COLUMN source_exhausted;"
+      "UPDATE bizon_schema_version SET version = 2;"
+      "INSERT INTO stream_jobs (id, name, source_name, stream_name, sync_mode,"
+      " created_at, status, owner) VALUES ('ours', 'p', 's', 't', 'stream',"
+      " '2026-01-01 00:00:00.000000', 'running', '');"
+      "INSERT INTO stream_jobs (id, name, source_name, stream_name, sync_mode,"
+      " created_at, status) VALUES ('theirs', 'p', 's', 'u', 'stream',"
+      " '2026-01-01 00:00:00.000000', 'running');"
+      "INSERT INTO destination_cursors (id, job_id, name, source_name, stream_name,"
+      " destination_name, from_source_iteration, to_source_iteration, rows_written,"
+      " success, created_at) VALUES"
+      " ('c1', 'ours', 'p', 's', 't', 'file', 0, 0, 1, 1, '2026-01-01 00:00:00.000000'),"
+      " ('c2', 'theirs', 'p', 's', 'u', 'file', 0, 0, 1, 1, '2026-01-01 00:00:00.000000');");
+  auto backend = ValueOrDie(SqliteBackend::Open(path));
+  ASSERT_OK(backend->Migrate());
+  EXPECT_EQ(
+      SqliteQueryText(path, "SELECT source_exhausted FROM destination_cursors WHERE id = 'c1'"),
+      "1");
+  EXPECT_EQ(
+      SqliteQueryText(path, "SELECT source_exhausted FROM destination_cursors WHERE id = 'c2'"),
+      std::nullopt);
+  EXPECT_FALSE(ValueOrDie(backend->GetLastDestinationCursor("ours"))->pagination.has_value());
+  EXPECT_EQ(ValueOrDie(backend->GetLastDestinationCursor("theirs"))->pagination, "{}");
+}
+
 }  // namespace bizon
