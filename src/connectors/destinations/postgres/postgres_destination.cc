@@ -762,6 +762,12 @@ Result<Value> PostgresDestination::Write(const RecordBatch& records, int64_t loa
     }
   }
 
+  // Every name is checked before the first statement: a refused id fails the write with
+  // nothing of it sent, not even the staging tables of the batch's acceptable ids.
+  for (const auto& [name, rows] : groups) {
+    BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(name));
+    (void)table;
+  }
   BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
   BIZON_ASSIGN_OR_RETURN(PgResult next,
                          connection_->Query("SELECT nextval($1::regclass)", "allocate a load id",
