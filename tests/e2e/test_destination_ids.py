@@ -10,6 +10,7 @@ in exactly the file or table they name, with exactly their rows.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -31,6 +32,7 @@ LONG = "l" * 59  # Its full-refresh staging table, l..._temp, is 64 bytes: one m
 
 HOSTILE_SOURCE = '''
 import json
+import re
 from typing import List, Tuple
 
 from pydantic import Field
@@ -351,3 +353,43 @@ def test_logger_prints_each_routed_id_escaped_on_its_own_line(bizon):
         else:
             assert line.endswith(f"[full_refresh] {shown(route)}: {payload}"), line
     assert not any(line.startswith("[2099-01-01]") for line in output)
+
+
+# ---------------------------------------------------------------------------------------------
+# ids the config routes to: kafka topics and the streams block
+
+
+def item_line(result, text: str, path: str) -> str:
+    """The line a `path` error names, checked to lie inside the config's text."""
+    match = re.search(rf"p\.yml:(\d+): {re.escape(path)}: ", result.stdout + result.stderr)
+    assert match, result.stdout + result.stderr
+    number = int(match.group(1))
+    assert 1 <= number <= len(text.splitlines())
+    return text.splitlines()[number - 1]
+
+
+def test_kafka_topic_route_leaving_the_directory_is_a_config_error(bizon):
+    source = {"name": "kafka", "stream": "topic", "sync_mode": "stream",
+              "bootstrap_servers": "127.0.0.1:1", "group_id": "g",
+              "topics": [{"name": "fine", "destination_id": "fine"},
+                         {"name": "evil", "destination_id": "../../etc/evil"}]}
+    text = dump({"name": "k", "source": source,
+                 "destination": {"name": "file", "config": {"destination_id": "out"}}})
+    config = bizon.write("p.yml", text)
+    result = bizon.run("config", "validate", config)
+    assert result.returncode != 0
+    assert "name: evil" in item_line(result, text, "source.topics[1].destination_id")
+    assert shown("../../etc/evil") in result.stdout + result.stderr
+    assert "source.topics[0]" not in result.stdout + result.stderr
+
+
+def test_streams_block_table_id_is_checked_by_the_destination(bizon, pg):
+    source = {**dummy_source(), "sync_mode": "stream"}
+    streams = [{"name": "s", "source": {"topic": "t"},
+                "destination": {"table_id": "p.d." + "t" * 62}}]
+    text = postgres_pipeline(pg, "st", source, streams=streams)
+    config = bizon.write("p.yml", text)
+    result = bizon.run("config", "validate", config)
+    assert result.returncode != 0
+    assert "name: s" in item_line(result, text, "streams[0].destination.table_id")
+    assert "63 bytes" in result.stdout + result.stderr
