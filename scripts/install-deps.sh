@@ -9,6 +9,8 @@ build_packages=(
   libsqlite3-dev libpq-dev librdkafka-dev librabbitmq-dev libavro-dev
   python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
   clang-format
+  # CPack's .deb generator (dpkg-shlibdeps from build-essential's dpkg-dev needs it too).
+  file
   # The embedded Python's packages for custom sources written for the original: pydantic for
   # their config classes, requests for their HTTP session, loguru for their logs.
   python3-pydantic python3-requests python3-loguru
@@ -19,10 +21,22 @@ test_packages=(
   maven openjdk-17-jre-headless
 )
 
+# The libFuzzer targets (fuzz/README.md): clang 19, in Debian 12's main archive. The default
+# clang 14 cannot compile the project (no std::expected with libstdc++ 12).
+fuzz_packages=(clang-19 libclang-rt-19-dev)
+
 wanted=("${build_packages[@]}")
-if [[ "${1:-}" == "--with-test-servers" ]]; then
-  wanted+=("${test_packages[@]}")
-fi
+for option in "$@"; do
+  case "$option" in
+    --with-test-servers) wanted+=("${test_packages[@]}") ;;
+    --with-fuzz) wanted+=("${fuzz_packages[@]}") ;;
+    *)
+      echo "install-deps: unknown option $option (expected --with-test-servers, --with-fuzz)" >&2
+      exit 2
+      ;;
+  esac
+done
+
 
 missing=()
 for package in "${wanted[@]}"; do

@@ -76,7 +76,17 @@ class ExpansionBudget : public YAML::EventHandler {
   }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     auto found = anchors_.find(anchor);
-    if (found == anchors_.end()) return;  // yaml-cpp itself rejects an unknown alias.
+    if (found == anchors_.end()) {
+      // An alias inside the collection it names makes a cycle that yaml-cpp accepts and the
+      // conversion below would follow for ever (found by fuzz/fuzz_yaml_config). Any other
+      // unknown alias yaml-cpp rejects itself.
+      for (const OpenCollection& open : open_) {
+        if (anchor != YAML::NullAnchor && open.anchor == anchor) {
+          Refuse(mark, fmt::format("the alias *{} is inside the anchor it names", open.name));
+        }
+      }
+      return;
+    }
     const Anchored& target = found->second;
     if (Depth() + target.depth > kMaxDepth) {
       Refuse(mark,

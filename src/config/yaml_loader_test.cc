@@ -93,6 +93,19 @@ TEST(YamlLoaderTest, NestingDeeperThanTheBoundIsRefused) {
       << value.error().message();
 }
 
+// Found by fuzz/fuzz_yaml_config: an alias inside its own anchor is a cycle, which the
+// conversion to Value followed until the stack overflowed.
+TEST(YamlLoaderTest, AliasInsideItsOwnAnchorIsRefused) {
+  for (std::string text : {std::string("defaults: &auth\n  type: a\n  again: *auth\n"),
+                           std::string("list: &items [1, [2, *items]]\n")}) {
+    auto value = ParseYaml(text, "cycle.yml");
+    ASSERT_FALSE(value.has_value()) << text;
+    EXPECT_NE(value.error().message().find("cycle.yml:"), std::string::npos);
+    EXPECT_NE(value.error().message().find("is inside the anchor it names"), std::string::npos)
+        << value.error().message();
+  }
+}
+
 TEST(YamlLoaderTest, DeepAliasIsRefusedNamingIt) {
   std::string inner = std::string(40, '[') + "x" + std::string(40, ']');
   std::string text = "name: deep\na: &deep " + inner + "\nb: " + std::string(30, '[') + "*deep" +

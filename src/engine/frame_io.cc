@@ -4,12 +4,16 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
 namespace bizon {
 namespace {
+
+// What a frame's first read allocates at most; each later read doubles what arrived so far.
+constexpr uint64_t kFirstReadBytes = uint64_t{64} << 10;
 
 Status WriteAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
@@ -51,15 +55,27 @@ Status WriteFrame(int fd, std::string_view bytes) {
 }
 
 Result<std::optional<std::string>> ReadFrame(int fd) {
+  auto cut_short = [] {
+    return Fail(
+        Status(StatusCode::kAborted, "the peer process stopped in the middle of a message"));
+  };
   uint64_t size = 0;
   BIZON_ASSIGN_OR_RETURN(size_t got, ReadAll(fd, reinterpret_cast<char*>(&size), sizeof(size)));
   if (got == 0) return std::optional<std::string>();
-  std::string bytes(got == sizeof(size) ? size : 0, '\0');
-  if (got == sizeof(size)) {
-    BIZON_ASSIGN_OR_RETURN(got, ReadAll(fd, bytes.data(), bytes.size()));
-    if (got == bytes.size()) return std::optional<std::string>(std::move(bytes));
+  if (got != sizeof(size)) return cut_short();
+  // The size is the peer's word: the buffer grows with the bytes that actually arrive (doubling
+  // from kFirstReadBytes), so a corrupt size or a stream cut short is the error above, not an
+  // allocation of whatever the size says (found by fuzz/fuzz_queue_frames).
+  std::string bytes;
+  while (bytes.size() < size) {
+    size_t start = bytes.size();
+    auto chunk = static_cast<size_t>(
+        std::min<uint64_t>(size - start, std::max<uint64_t>(start, kFirstReadBytes)));
+    bytes.resize(start + chunk);
+    BIZON_ASSIGN_OR_RETURN(got, ReadAll(fd, bytes.data() + start, chunk));
+    if (got != chunk) return cut_short();
   }
-  return Fail(Status(StatusCode::kAborted, "the peer process stopped in the middle of a message"));
+  return std::optional<std::string>(std::move(bytes));
 }
 
 bool WaitReadable(int fd, int timeout_ms) {

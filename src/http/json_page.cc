@@ -52,9 +52,15 @@ std::optional<size_t> ArrayIndex(std::string_view segment) {
   return index;
 }
 
+// The pointers here are built from dotted paths, so they are well formed: on-demand's "invalid
+// pointer" means the path goes on below a scalar ("has_more.deeper" with has_more false).
+bool IsPointerThroughScalar(simdjson::error_code error) {
+  return error == simdjson::INVALID_JSON_POINTER;
+}
+
 bool IsAbsence(simdjson::error_code error) {
   return error == simdjson::NO_SUCH_FIELD || error == simdjson::INDEX_OUT_OF_BOUNDS ||
-         error == simdjson::INCORRECT_TYPE;
+         error == simdjson::INCORRECT_TYPE || IsPointerThroughScalar(error);
 }
 
 simdjson::error_code ToValue(ondemand::value& value, Value& out) {
@@ -196,6 +202,17 @@ Status JsonPage::InvalidJson(std::string_view detail) const {
                 FailureClass::kSource);
 }
 
+Status JsonPage::Validate() const {
+  if (!validity_) {
+    // One DOM parser per thread, like the on-demand one: it keeps its buffers between pages.
+    thread_local simdjson::dom::parser validator;
+    simdjson::dom::element root;
+    auto error = validator.parse(body_.data(), length_, /*realloc_if_needed=*/false).get(root);
+    validity_ = error ? InvalidJson(simdjson::error_message(error)) : Status::Ok();
+  }
+  return *validity_;
+}
+
 Result<std::optional<Value>> JsonPage::Find(std::string_view path) const {
   std::string pointer = DottedPathToPointer(path);
   if (pointer.empty()) {
@@ -203,6 +220,7 @@ Result<std::optional<Value>> JsonPage::Find(std::string_view path) const {
     if (!parsed) return Fail(InvalidJson(parsed.error().message()));
     return std::optional<Value>(std::move(*parsed));
   }
+  BIZON_RETURN_IF_ERROR(Validate());
   ondemand::document document;
   simdjson::padded_string_view view(body_.data(), length_, body_.size());
   if (auto error = Parser().iterate(view).get(document)) {
@@ -226,6 +244,7 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
   field_segments.reserve(fields.size());
   for (const std::string& field : fields) field_segments.push_back(Segments(field));
 
+  BIZON_RETURN_IF_ERROR(Validate());
   ondemand::document document;
   simdjson::padded_string_view view(body_.data(), length_, body_.size());
   if (auto error = Parser().iterate(view).get(document)) {
@@ -249,7 +268,8 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
   } else {
     ondemand::value value;
     auto error = document.at_pointer(pointer).get(value);
-    bool absent = error == simdjson::NO_SUCH_FIELD || error == simdjson::INDEX_OUT_OF_BOUNDS;
+    bool absent = error == simdjson::NO_SUCH_FIELD || error == simdjson::INDEX_OUT_OF_BOUNDS ||
+                  IsPointerThroughScalar(error);
     if (!absent && error) return InvalidJson(simdjson::error_message(error));
     if (!absent) {
       bool is_null = false;

@@ -51,10 +51,14 @@ class JsonPage {
 
  private:
   Status InvalidJson(std::string_view detail) const;
+  /// Checks the whole page once: the on-demand reader skips what it does not read without
+  /// checking it, so a record's bytes could otherwise be handed on as a broken object.
+  Status Validate() const;
 
   std::string body_;  // The text followed by the parser's padding.
   size_t length_ = 0;
   std::string origin_;
+  mutable std::optional<Status> validity_;  // Validate()'s answer, once known.
 };
 
 /// Converts a dotted path to a JSON pointer: "a.b.0" -> "/a/b/0", "" -> "".

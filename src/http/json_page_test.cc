@@ -115,6 +115,26 @@ TEST(JsonPageTest, InvalidAndTruncatedJsonFail) {
             std::string::npos);
 }
 
+// Found by fuzz/fuzz_json_page: the on-demand reader skips a record's bytes unchecked, so a
+// corrupt page used to hand over a broken record (and, without fields, succeed) before failing.
+TEST(JsonPageTest, CorruptRecordIsNeverHandedOn) {
+  std::string body = R"({"results":[{"id":1,"meta":{"tags":{"0":"zero:{"0":"ze1,"id":2}}}]}  ]}  )";
+  for (const std::vector<std::string>& fields :
+       {std::vector<std::string>{}, std::vector<std::string>{"id", "meta.tags.0"}}) {
+    JsonPage page(body, "GET http://x/y");
+    int visited = 0;
+    Status status = page.ForEachObject("results", fields, [&](const JsonObjectView&) {
+      ++visited;
+      return Status::Ok();
+    });
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(status.failure_class(), FailureClass::kSource);
+    EXPECT_EQ(visited, 0);
+  }
+  JsonPage trailing(R"({"next": "abc"} {"next": "def"})", "GET http://x/y");
+  EXPECT_FALSE(trailing.Find("next").has_value());
+}
+
 TEST(JsonPageTest, PointerEscapes) {
   EXPECT_EQ(DottedPathToPointer(""), "");
   EXPECT_EQ(DottedPathToPointer("$"), "");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "bizon/clock.h"
@@ -15,6 +16,10 @@ namespace {
 
 constexpr int kMaxSchemaDepth = 256;
 constexpr int kMaxValueDepth = 512;
+// Array items of a type encoded in zero bytes (null, a record without fields) one datum may
+// hold. Real schemas do not put many of them in one value; the bound keeps a few bytes of data
+// from claiming 2^40 of them (a value of 64 Ki nulls is 320 KB of JSON).
+constexpr int64_t kMaxItemsWithoutBytes = int64_t{1} << 16;
 constexpr int64_t kMicrosPerDay = int64_t{86'400} * 1'000'000;
 
 /// The decimal digits of a two's complement big-endian integer, with a '-' when negative.
@@ -272,8 +277,7 @@ class AvroDecoder::Reader {
       case Type::kInt:
       case Type::kLong: {
         BIZON_ASSIGN_OR_RETURN(int64_t number, ReadLong());
-        AppendInteger(node, number, out);
-        return Status::Ok();
+        return AppendInteger(node, number, out);
       }
       case Type::kFloat: {
         if (pos_ + 4 > data_.size()) return Truncated();
@@ -376,37 +380,46 @@ class AvroDecoder::Reader {
     fmt::format_to(std::back_inserter(out), "{}", number);
   }
 
-  static void AppendInteger(const Node& node, int64_t number, std::string& out) {
+  /// Integers, and the logical types on int and long. A value whose microseconds do not fit in
+  /// 64 bits is an error, as the original's reader fails on a year it cannot represent.
+  Status AppendInteger(const Node& node, int64_t number, std::string& out) const {
+    int64_t factor = 1;
+    if (node.logical == Logical::kTimestampMillis || node.logical == Logical::kTimeMillis ||
+        node.logical == Logical::kLocalTimestampMillis) {
+      factor = 1000;
+    } else if (node.logical == Logical::kDate) {
+      factor = kMicrosPerDay;
+    }
+    int64_t micros = 0;
+    if (__builtin_mul_overflow(number, factor, &micros)) {
+      return Error(fmt::format("the value {} is out of range for its logical type", number));
+    }
     switch (node.logical) {
       case Logical::kTimestampMillis:
-        AppendJsonString(out, FormatIsoTimestamp(number * 1000));
-        return;
       case Logical::kTimestampMicros:
-        AppendJsonString(out, FormatIsoTimestamp(number));
-        return;
+        AppendJsonString(out, FormatIsoTimestamp(micros));
+        break;
       case Logical::kLocalTimestampMillis:
       case Logical::kLocalTimestampMicros: {
-        std::string text = FormatIsoTimestamp(
-            node.logical == Logical::kLocalTimestampMillis ? number * 1000 : number);
+        std::string text = FormatIsoTimestamp(micros);
         if (!text.empty() && text.back() == 'Z') text.pop_back();
         AppendJsonString(out, text);
-        return;
+        break;
       }
       case Logical::kDate: {
-        UtcTime day = SplitUtc(number * kMicrosPerDay);
+        UtcTime day = SplitUtc(micros);
         fmt::format_to(std::back_inserter(out), "\"{:04}-{:02}-{:02}\"", day.year, day.month,
                        day.day);
-        return;
+        break;
       }
       case Logical::kTimeMillis:
-        AppendTimeOfDay(out, number * 1000);
-        return;
       case Logical::kTimeMicros:
-        AppendTimeOfDay(out, number);
-        return;
+        AppendTimeOfDay(out, micros);
+        break;
       default:
         fmt::format_to(std::back_inserter(out), "{}", number);
     }
+    return Status::Ok();
   }
 
   static void AppendText(const Node& node, std::string_view bytes, std::string& out) {
@@ -431,11 +444,15 @@ class AvroDecoder::Reader {
       BIZON_ASSIGN_OR_RETURN(int64_t count, ReadLong());
       if (count == 0) break;
       if (count < 0) {
+        if (count == std::numeric_limits<int64_t>::min()) {
+          return Error(fmt::format("block count {} is out of range", count));
+        }
         count = -count;
         BIZON_ASSIGN_OR_RETURN(int64_t block_bytes, ReadLong());
         (void)block_bytes;  // Only useful to skip a block unread.
       }
       for (int64_t i = 0; i < count; ++i) {
+        size_t item_start = pos_;
         if (!first) out.push_back(',');
         first = false;
         if (is_map) {
@@ -444,6 +461,12 @@ class AvroDecoder::Reader {
           out.push_back(':');
         }
         BIZON_RETURN_IF_ERROR(Read(node.children[0], out, depth + 1));
+        // Items that take no bytes (null, an empty record) would let a count from the data
+        // alone write output without end (found by fuzz/fuzz_avro_decoder).
+        if (pos_ == item_start && ++items_without_bytes_ > kMaxItemsWithoutBytes) {
+          return Error(
+              fmt::format("more than {} array items take no bytes", kMaxItemsWithoutBytes));
+        }
       }
     }
     out.push_back(is_map ? '}' : ']');
@@ -453,6 +476,7 @@ class AvroDecoder::Reader {
   const AvroDecoder& decoder_;
   std::string_view data_;
   size_t pos_ = 0;
+  int64_t items_without_bytes_ = 0;
 };
 
 Result<AvroDecoder> AvroDecoder::Compile(std::string_view schema_json) {
