@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs everything, builds the dev preset (ASan and
 # UBSan), starts the servers the tests need on loopback, and runs every test: GoogleTest through
-# ctest, then the pytest end-to-end suite against the real binary.
+# ctest, the pytest end-to-end suite against the real binary, the install test, then each fuzz
+# target for 30 s.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-scripts/install-deps.sh --with-test-servers
+scripts/install-deps.sh --with-test-servers --with-fuzz
 scripts/build.sh dev
 scripts/python-env.sh
 
@@ -22,4 +23,8 @@ status=0
 ctest --preset dev || status=$?
 BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" \
   || status=$?
+# The installed binary (and the .deb) runs the quickstart with nothing of the build tree.
+tests/install/test_install.sh build/dev || status=$?
+# Each libFuzzer target for 30 s on its corpus (fuzz/README.md).
+fuzz/run.sh 30 || status=$?
 exit $status
