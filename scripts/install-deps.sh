@@ -6,7 +6,7 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libsimdjson-dev libcurl4-openssl-dev libcli11-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev libpq-dev librdkafka-dev librabbitmq-dev libavro-dev
+  libsqlite3-dev libpq-dev librdkafka-dev librabbitmq-dev libavro-dev libssl-dev
   python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
   clang-format
   # CPack's .deb generator (dpkg-shlibdeps from build-essential's dpkg-dev needs it too).
