@@ -1,9 +1,44 @@
-// cycle: customers of a Cycle product, through its GraphQL API. Declared only: the factory is null
-// until the source is built.
+// cycle: customers of a Cycle product, through its GraphQL API, 100 per page following the
+// relay-style cursor. The query and the reading of its answers: cycle_customers.h.
+#include <fmt/format.h>
+
+#include "bizon/clock.h"
 #include "bizon/config_spec.h"
+#include "bizon/registry.h"
 #include "connectors/registration.h"
+#include "connectors/sources/cycle/cycle_customers.h"
+#include "http/json_page.h"
+#include "http/source_session.h"
 
 namespace bizon {
+namespace {
+
+constexpr std::string_view kDefaultBaseUrl = "https://api.product.cycle.app";
+
+class CycleSource final : public Source {
+ public:
+  CycleSource(std::string endpoint, std::string slug, std::shared_ptr<HttpSession> session)
+      : endpoint_(std::move(endpoint)), slug_(std::move(slug)), session_(std::move(session)) {}
+
+  // As the original, nothing is sent before the first page: a refused token or an unknown slug
+  // fails that page, before anything is written.
+  Status CheckConnection() override { return Status::Ok(); }
+
+  Result<SourceIteration> Get(const Value& pagination) override {
+    BIZON_ASSIGN_OR_RETURN(
+        HttpResponse response,
+        session_->PostJson(endpoint_, CycleCustomersRequestBody(slug_, pagination)));
+    JsonPage page(std::move(response.body), fmt::format("POST {}", endpoint_));
+    return ReadCycleCustomersPage(page, slug_, NowMicros());
+  }
+
+ private:
+  std::string endpoint_;
+  std::string slug_;
+  std::shared_ptr<HttpSession> session_;
+};
+
+}  // namespace
 
 Status RegisterCycleSource(ConnectorRegistry& registry) {
   return registry.AddSource({
@@ -22,10 +57,23 @@ Status RegisterCycleSource(ConnectorRegistry& registry) {
                        .example = "my-product"},
                       // Sent as a bearer token.
                       AuthenticationField({"api_key"}, /*required=*/true),
+                      {.name = "base_url",
+                       .type = FieldType::kString,
+                       .description = "Root of the API (the query goes to <base_url>/graphql); "
+                                      "change it only to point at a test server.",
+                       .nullable = false,
+                       .default_value = Value(kDefaultBaseUrl)},
                   },
               .unknown_keys = UnknownKeys::kWarn,
           },
-      .factory = nullptr,
+      .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        BIZON_ASSIGN_OR_RETURN(
+            std::shared_ptr<HttpSession> session,
+            MakeSourceSession(context.config, {.auth = {.allowed_types = {"api_key"}}}));
+        return std::make_unique<CycleSource>(
+            JoinUrl(context.config.GetString("base_url", kDefaultBaseUrl), "graphql"),
+            context.config.GetString("slug"), std::move(session));
+      },
   });
 }
 
