@@ -20,6 +20,8 @@ constexpr int kMaxValueDepth = 512;
 // hold. Real schemas do not put many of them in one value; the bound keeps a few bytes of data
 // from claiming 2^40 of them (a value of 64 Ki nulls is 320 KB of JSON).
 constexpr int64_t kMaxItemsWithoutBytes = int64_t{1} << 16;
+// Far above any real decimal (SQL databases stop at 38 to 1000 digits).
+constexpr int64_t kMaxDecimalScale = 1000;
 constexpr int64_t kMicrosPerDay = int64_t{86'400} * 1'000'000;
 
 /// The decimal digits of a two's complement big-endian integer, with a '-' when negative.
@@ -145,7 +147,7 @@ class AvroDecoder::Compiler {
         {"bytes", Type::kBytes}, {"string", Type::kString}};
     if (auto primitive = kPrimitives.find(name); primitive != kPrimitives.end()) {
       Node node{.type = primitive->second};
-      if (attributes != nullptr) ApplyLogicalType(node, *attributes);
+      if (attributes != nullptr) BIZON_RETURN_IF_ERROR(ApplyLogicalType(node, *attributes));
       return Add(std::move(node));
     }
     if (auto found = named_.find(name); found != named_.end()) return found->second;
@@ -155,9 +157,9 @@ class AvroDecoder::Compiler {
     return Error(fmt::format("unknown type '{}'", name));
   }
 
-  static void ApplyLogicalType(Node& node, const Value& attributes) {
+  static Status ApplyLogicalType(Node& node, const Value& attributes) {
     std::string logical = attributes.GetString("logicalType");
-    if (logical.empty()) return;
+    if (logical.empty()) return Status::Ok();
     // A logical type on the wrong base type is ignored, as the Avro specification says.
     bool is_int = node.type == Type::kInt;
     bool is_long = node.type == Type::kLong;
@@ -173,9 +175,17 @@ class AvroDecoder::Compiler {
     if (logical == "time-millis" && is_int) node.logical = Logical::kTimeMillis;
     if (logical == "time-micros" && is_long) node.logical = Logical::kTimeMicros;
     if (logical == "decimal" && (node.type == Type::kBytes || node.type == Type::kFixed)) {
+      // Each value is padded to `scale` digits: a schema's scale of 2^31 made every value a 2 GB
+      // allocation (found by fuzz/fuzz_avro_decoder).
+      int64_t scale = attributes.GetInteger("scale", 0);
+      if (scale > kMaxDecimalScale) {
+        return Error(fmt::format("a decimal's scale {} is above the {} digits supported", scale,
+                                 kMaxDecimalScale));
+      }
       node.logical = Logical::kDecimal;
-      node.decimal_scale = static_cast<int>(attributes.GetInteger("scale", 0));
+      node.decimal_scale = static_cast<int>(std::max<int64_t>(scale, 0));
     }
+    return Status::Ok();
   }
 
   /// Registers the full name of a named type; returns its namespace for the names inside it.
@@ -250,7 +260,7 @@ class AvroDecoder::Compiler {
     }
     Node& node = decoder_.nodes_[static_cast<size_t>(index)];
     node.fixed_size = size->AsInteger();
-    ApplyLogicalType(node, schema);
+    BIZON_RETURN_IF_ERROR(ApplyLogicalType(node, schema));
     return index;
   }
 

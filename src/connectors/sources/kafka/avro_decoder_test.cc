@@ -172,6 +172,22 @@ TEST(AvroDecoderTest, ArraysOfItemsWithoutBytesAreBounded) {
             std::string::npos);
 }
 
+// Found by fuzz/fuzz_avro_decoder: a decimal is padded to its scale, so a schema's huge scale made
+// every value a gigabytes allocation.
+TEST(AvroDecoderTest, HugeDecimalScaleIsRefused) {
+  auto decoder = AvroDecoder::Compile(
+      R"({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 2000000000})");
+  ASSERT_FALSE(decoder.has_value());
+  EXPECT_NE(decoder.error().message().find("scale 2000000000 is above the 1000 digits"),
+            std::string::npos)
+      << decoder.error().message();
+  EXPECT_EQ(Decode(R"({"type": "bytes", "logicalType": "decimal", "precision": 1000,
+                       "scale": 1000})",
+                   Text("\x01"))
+                .size(),
+            1000u + 4u);  // "0.000...1" with its quotes.
+}
+
 // Negating the smallest block count overflowed (UBSan: signed integer overflow).
 TEST(AvroDecoderTest, SmallestBlockCountIsAnError) {
   EXPECT_NE(DecodeError(R"({"type": "array", "items": "long"})", Long(INT64_MIN))
