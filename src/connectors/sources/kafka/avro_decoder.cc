@@ -176,7 +176,7 @@ class AvroDecoder::Compiler {
     if (logical == "time-micros" && is_long) node.logical = Logical::kTimeMicros;
     if (logical == "decimal" && (node.type == Type::kBytes || node.type == Type::kFixed)) {
       // Each value is padded to `scale` digits: a schema's scale of 2^31 made every value a 2 GB
-      // allocation (found by fuzz/fuzz_avro_decoder).
+      // allocation (seen reading the code; fuzz/fuzz_avro_decoder reproduces it).
       int64_t scale = attributes.GetInteger("scale", 0);
       if (scale > kMaxDecimalScale) {
         return Error(fmt::format("a decimal's scale {} is above the {} digits supported", scale,

@@ -172,8 +172,8 @@ TEST(AvroDecoderTest, ArraysOfItemsWithoutBytesAreBounded) {
             std::string::npos);
 }
 
-// Found by fuzz/fuzz_avro_decoder: a decimal is padded to its scale, so a schema's huge scale made
-// every value a gigabytes allocation.
+// Seen reading the code, reproduced by fuzz/fuzz_avro_decoder: a decimal is padded to its scale, so
+// a schema's huge scale made every value a gigabytes allocation.
 TEST(AvroDecoderTest, HugeDecimalScaleIsRefused) {
   auto decoder = AvroDecoder::Compile(
       R"({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 2000000000})");
