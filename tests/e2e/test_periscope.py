@@ -303,3 +303,13 @@ def test_source_list_shows_periscope_built(bizon):
     line = next(line for line in listing.splitlines() if line.startswith("periscope - "))
     assert line == ("periscope - ['charts', 'dashboards_metadata', 'dashboards', 'databases', "
                     "'users', 'views']")
+
+
+def test_incremental_is_refused_as_the_streams_are_full_refresh_only(bizon, periscope):
+    streams = bizon.run("stream", "list", "periscope", check=0).stdout
+    assert "[Full refresh only] - charts" in streams
+    run(bizon, pipeline("p", source(periscope, "dashboards", sync_mode="incremental")), check=1)
+    outcome = read_result(bizon)
+    assert outcome["failure_class"] == "config"
+    assert "incremental" in outcome["error"]
+    assert periscope.requests == []
