@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "engine/backend/original_state.h"
+
 namespace bizon {
 namespace {
 
@@ -141,6 +143,22 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
   }
 
   bool force_create = settings.force_ignore_checkpoint || (is_reset && !resuming_reset);
+  if (running && !force_create) {
+    // The original records no destination state: what it wrote after its last cursor, and
+    // whether its staged rows are all there, cannot be checked, and resuming would hand the
+    // destination nothing to restore (the file destination would cut the original's rows off).
+    // A new job fetches the window again into fresh staging, since nothing staged was published;
+    // a stream's source continues from its own position, the original's only one.
+    auto last = backend.GetLastDestinationCursor(running->id);
+    if (!last) return Fail(Backendify(last.error()));
+    if (last->has_value() && (*last)->destination_state == kOriginalCursorState) {
+      spdlog::info(
+          "Job {} for {} was last written by the original bizon, which records no destination "
+          "state; starting a new job instead of resuming it",
+          running->id, label);
+      force_create = true;
+    }
+  }
   JobPlan plan;
   plan.is_reset = is_reset;
   std::string owner = CurrentOwner();

@@ -2,8 +2,9 @@
 //
 // This is the original's init_job with its recovery rules, plus what it lacked: a job whose owner
 // process is gone is recognised as interrupted (never as "someone else is running it"), a live
-// owner on this host blocks a second run of the same pipeline, and a resumed job whose source was
-// already exhausted goes straight to publishing instead of failing.
+// owner on this host blocks a second run of the same pipeline, a resumed job whose source was
+// already exhausted goes straight to publishing instead of failing, and a running job whose last
+// cursor the original bizon wrote (no destination state to restore) is replaced, not resumed.
 #pragma once
 
 #include <optional>

@@ -15,6 +15,7 @@
 #include "bizon/clock.h"
 #include "bizon/status.h"
 #include "engine/backend/backend_test_support.h"
+#include "engine/backend/original_state.h"
 
 namespace bizon {
 namespace {
@@ -221,6 +222,7 @@ TEST_P(BackendConformanceTest, EmptyPaginationIsStoredAsNullAndReadsBackAsNullop
 // The original's stream runner stores no pagination (its sources keep their own position) and
 // knows no source_exhausted column: such a cursor continues the stream with the empty pagination.
 // Anywhere else, and on our own cursors, a NULL pagination still means "the source is exhausted".
+// The original's cursors read back with kOriginalCursorState, since they record no state.
 TEST_P(BackendConformanceTest, OriginalStreamCursorWithoutPaginationContinuesTheStream) {
   auto insert_original_cursor = [&](const StreamJob& job) {
     ExecuteRaw("INSERT INTO " + Table("destination_cursors") +
@@ -237,12 +239,14 @@ TEST_P(BackendConformanceTest, OriginalStreamCursorWithoutPaginationContinuesThe
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ(last->to_source_iteration, 3);
   EXPECT_EQ(last->pagination, "{}");
+  EXPECT_EQ(last->destination_state, kOriginalCursorState);  // It records none.
 
   StreamJob incremental = NewJob(kOtherKey, "incremental");
   insert_original_cursor(incremental);
   last = ValueOrDie(backend().GetLastDestinationCursor(incremental.id));
   ASSERT_TRUE(last.has_value());
   EXPECT_FALSE(last->pagination.has_value());
+  EXPECT_EQ(last->destination_state, kOriginalCursorState);
 
   DestinationCursor ours = Cursor(stream, 4, 4, 1, true);
   ours.pagination = std::nullopt;
@@ -251,6 +255,14 @@ TEST_P(BackendConformanceTest, OriginalStreamCursorWithoutPaginationContinuesThe
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ(last->to_source_iteration, 4);
   EXPECT_FALSE(last->pagination.has_value());
+  EXPECT_FALSE(last->destination_state.has_value());
+
+  // The original numbers a stream run's iterations from 0 again: its newer cursor is the last.
+  insert_original_cursor(stream);
+  last = ValueOrDie(backend().GetLastDestinationCursor(stream.id));
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->to_source_iteration, 3);
+  EXPECT_EQ(last->pagination, "{}");
 }
 
 TEST_P(BackendConformanceTest, DestinationStateAndCallerChosenFieldsRoundTrip) {

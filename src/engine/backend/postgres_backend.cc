@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bizon/clock.h"
+#include "engine/backend/original_state.h"
 
 namespace bizon {
 namespace {
@@ -206,7 +207,8 @@ std::string DestinationCursorColumns() {
       " to_source_iteration, rows_written, success,"
       " CASE WHEN pagination IS NULL AND source_exhausted IS NULL AND (SELECT sync_mode FROM"
       " {{s}}.stream_jobs j WHERE j.id = destination_cursors.job_id) = 'stream' THEN '{{}}'"
-      " ELSE pagination END, destination_state, error_message, {}",
+      " ELSE pagination END, destination_state, error_message, {},"
+      " source_exhausted IS NULL AND destination_state IS NULL",
       Micros("created_at"));
 }
 
@@ -225,6 +227,7 @@ DestinationCursor ReadDestinationCursor(const PgResult& rows, int row) {
   cursor.destination_state = rows.OptionalText(row, 11);
   cursor.error_message = rows.OptionalText(row, 12);
   cursor.created_at_us = rows.Int64(row, 13);
+  if (rows.Bool(row, 14)) cursor.destination_state = std::string(kOriginalCursorState);
   return cursor;
 }
 
@@ -608,11 +611,13 @@ Result<std::optional<DestinationCursor>> PostgresBackend::GetLastDestinationCurs
   BIZON_ASSIGN_OR_RETURN(
       PgResult rows,
       connection_->Query(
-          fmt::format("SELECT {} FROM {} WHERE job_id = $1 AND success"
-                      " ORDER BY to_source_iteration DESC, created_at DESC, insert_order DESC"
+          // As SqliteBackend's: a stream job's newest cursor is its position.
+          fmt::format("SELECT {} FROM {} WHERE job_id = $1 AND success ORDER BY CASE WHEN"
+                      " (SELECT sync_mode FROM {} WHERE id = $1) = 'stream' THEN insert_order"
+                      " ELSE to_source_iteration END DESC, created_at DESC, insert_order DESC"
                       " LIMIT 1",
                       InSchema(DestinationCursorColumns(), quoted_schema_),
-                      Table("destination_cursors")),
+                      Table("destination_cursors"), Table("stream_jobs")),
           "read the last destination cursor", job_id));
   if (rows.rows() == 0) return std::nullopt;
   return ReadDestinationCursor(rows, 0);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "bizon/clock.h"
+#include "engine/backend/original_state.h"
 
 namespace bizon {
 namespace {
@@ -461,7 +462,8 @@ constexpr std::string_view kDestinationCursorColumns =
     " to_source_iteration, rows_written, success,"
     " CASE WHEN pagination IS NULL AND source_exhausted IS NULL AND (SELECT sync_mode FROM"
     " stream_jobs WHERE stream_jobs.id = destination_cursors.job_id) = 'stream' THEN '{}'"
-    " ELSE pagination END, destination_state, error_message, created_at";
+    " ELSE pagination END, destination_state, error_message, created_at,"
+    " source_exhausted IS NULL AND destination_state IS NULL";
 
 Result<DestinationCursor> ReadDestinationCursor(const Statement& row) {
   DestinationCursor cursor;
@@ -477,6 +479,7 @@ Result<DestinationCursor> ReadDestinationCursor(const Statement& row) {
   cursor.destination_state = row.OptionalText(11);
   cursor.error_message = row.OptionalText(12);
   BIZON_ASSIGN_OR_RETURN(cursor.created_at_us, row.Timestamp(13));
+  if (row.Int64(14) != 0) cursor.destination_state = std::string(kOriginalCursorState);
   return cursor;
 }
 
@@ -703,13 +706,16 @@ Status SqliteBackend::CreateDestinationCursor(const DestinationCursor& cursor) {
 
 Result<std::optional<DestinationCursor>> SqliteBackend::GetLastDestinationCursor(
     std::string_view job_id) {
+  // A stream job's newest cursor is its position: the original's stream runner numbers its
+  // iterations from 0 on every run, so after it wrote to a job the highest iteration is older.
   std::string sql = fmt::format(
-      "SELECT {} FROM destination_cursors WHERE job_id = ? AND success = 1"
-      " ORDER BY to_source_iteration DESC, created_at DESC, rowid DESC LIMIT 1",
+      "SELECT {} FROM destination_cursors WHERE job_id = ? AND success = 1 ORDER BY CASE WHEN"
+      " (SELECT sync_mode FROM stream_jobs WHERE id = ?) = 'stream' THEN rowid ELSE"
+      " to_source_iteration END DESC, created_at DESC, rowid DESC LIMIT 1",
       kDestinationCursorColumns);
   BIZON_ASSIGN_OR_RETURN(Statement select,
                          Statement::Prepare(db_, sql, "read the last destination cursor"));
-  BIZON_RETURN_IF_ERROR(select.Bind(job_id));
+  BIZON_RETURN_IF_ERROR(select.Bind(job_id, job_id));
   BIZON_ASSIGN_OR_RETURN(bool has_row, select.Step());
   if (!has_row) return std::nullopt;
   BIZON_ASSIGN_OR_RETURN(DestinationCursor cursor, ReadDestinationCursor(select));
