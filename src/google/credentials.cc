@@ -142,7 +142,7 @@ Result<GoogleAccessToken> PostTokenForm(HttpSession& session, const std::string&
   std::string body = FormEncode(form);
   Mask(body);
   return ReadTokenResponse(
-      "token request", "POST", uri,
+      "token endpoint", "POST", uri,
       session.Send({.method = "POST",
                     .url = uri,
                     .headers = {{"Content-Type", "application/x-www-form-urlencoded"},

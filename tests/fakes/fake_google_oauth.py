@@ -151,11 +151,12 @@ class FakeGoogleOAuth(FakeServer):
     def add_user(self, client_id: str = "764086051850-6qr4p6gpi6hn.apps.googleusercontent.com",
                  client_secret: str = "d-FL95Q19q7MQmFpd7hHD0Ty",
                  refresh_token: str = "1//0gfake-refresh-token-abcdef") -> dict:
-        """Registers a user client and returns its authorized_user file (as gcloud writes)."""
+        """Registers a user client and returns its authorized_user file (as gcloud writes, plus
+        the optional `token_uri` that google-auth reads, pointing here)."""
         self.users[client_id] = UserClient(client_id, client_secret, refresh_token)
         return {"type": "authorized_user", "client_id": client_id,
                 "client_secret": client_secret, "refresh_token": refresh_token,
-                "account": "", "universe_domain": "googleapis.com"}
+                "account": "", "universe_domain": "googleapis.com", "token_uri": self.token_uri}
 
     # -- checks for API fakes ----------------------------------------------------------------
 
