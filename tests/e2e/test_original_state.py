@@ -147,11 +147,13 @@ class LedgerSource(AbstractSource):
 class Store:
     """The backend both implementations share, and how to read it."""
 
-    def __init__(self, block: dict, env: dict, jobs, cursors):
+    def __init__(self, block: dict, env: dict, jobs, cursors, layout=lambda: None):
         self.block = block
         self.env = env
         self.jobs = jobs  # () -> [{"id", "status", "sync_mode"}] in creation order.
         self.cursors = cursors  # (job id) -> its number of destination cursors.
+        # PostgreSQL: (kind of stream_jobs in the search path, is it in the configured schema).
+        self.layout = layout
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -191,8 +193,15 @@ def store(request, bizon):
         return pg.scalar(f'SELECT count(*) AS n FROM "{search_path}".destination_cursors'
                          f" WHERE job_id = '{job_id}'")
 
+    def pg_layout():
+        kind = pg.scalar("SELECT c.relkind::text AS k FROM pg_class c JOIN pg_namespace n ON"
+                         f" n.oid = c.relnamespace WHERE n.nspname = '{search_path}'"
+                         " AND c.relname = 'stream_jobs'")
+        return {"r": "table", "v": "view"}.get(kind, kind), pg.table_exists("stream_jobs", pg.backend_schema)
+
     try:
-        yield Store(block, {"PGOPTIONS": f"-c search_path={search_path}"}, pg_jobs, pg_cursors)
+        yield Store(block, {"PGOPTIONS": f"-c search_path={search_path}"}, pg_jobs, pg_cursors,
+                    pg_layout)
     finally:
         pg.psql(f'DROP SCHEMA IF EXISTS "{search_path}" CASCADE', check=False)
         pg.drop_schemas()
@@ -275,6 +284,10 @@ def test_incremental_runs_alternate_between_the_two(bizon, store, first):
                              (6, {"seen": 2})]
     assert not (bizon.cwd / "out_incremental.json").exists()
     assert [job["status"] for job in store.jobs()] == ["succeeded"] * 3
+    if store.layout() is not None:
+        # The original first: its tables in the search path stay the store. Ours first: ours in
+        # the configured schema, which the original used through views in its search path.
+        assert store.layout() == (("table", False) if first == "original" else ("view", True))
 
 
 @pytest.mark.parametrize("flushed", [False, True], ids=["nothing-flushed", "pages-flushed"])
