@@ -11,9 +11,9 @@ build_packages=(
   clang-format
   # CPack's .deb generator (dpkg-shlibdeps from build-essential's dpkg-dev needs it too).
   file
-  # The embedded Python's packages for custom sources written for the original: pydantic for
-  # their config classes, requests for their HTTP session, loguru for their logs.
-  python3-pydantic python3-requests python3-loguru
+  # The build installs the embedded Python's packages (pydantic 2, requests, loguru) from PyPI
+  # with pip (scripts/python-site.sh); python3-venv makes users' and tests' virtualenvs.
+  python3-pip python3-venv
 )
 test_packages=(
   postgresql rabbitmq-server python3-venv time

@@ -10,6 +10,7 @@
 #include "config/references.h"
 #include "config/validator.h"
 #include "config/yaml_loader.h"
+#include "python/python_runtime.h"
 #include "python/python_transforms.h"
 
 namespace bizon {
@@ -198,6 +199,17 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const Connector
   }
   if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
   WarnAboutUnbuiltFeatures(raw, result);
+  // Before anything starts Python (the transform check below): the user's virtualenv.
+  if (const Value* python_env = result.normalized.FindPath("engine.runner.config.python_env");
+      !result.has_errors() && python_env != nullptr && python_env->is_string()) {
+    const Value* written = raw.FindPath("engine.runner.config.python_env");
+    int line = written != nullptr ? written->mark().line : 0;
+    Status used = UsePythonEnvironment(
+        python_env->AsString(),
+        line > 0 ? fmt::format("{}:{}: engine.runner.config.python_env", path, line)
+                 : fmt::format("{}: engine.runner.config.python_env", path));
+    if (!used.ok()) return Fail(used.WithFailureClass(FailureClass::kConfig));
+  }
   if (const Value* transforms = raw.Find("transforms");
       !result.has_errors() && transforms != nullptr && transforms->is_list() &&
       !transforms->AsList().empty()) {

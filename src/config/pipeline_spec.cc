@@ -459,6 +459,13 @@ FieldSpec RunnerField() {
                                "of one record, may run before the run fails; 0: no limit.",
                            .default_value = Value(300),
                            .minimum = 0},
+                          {.name = "python_env",
+                           .type = FieldType::kString,
+                           .description =
+                               "Virtualenv (made with /usr/bin/python3 -m venv) whose packages "
+                               "custom sources and transforms import ahead of bizon's own; "
+                               "empty: the active one ($VIRTUAL_ENV), if any.",
+                           .default_value = Value("")},
                           {.name = "consumer_start_delay",
                            .type = FieldType::kNumber,
                            .description = "Kept for compatibility; the consumer starts at once.",

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/frame_io.h"
+#include "python/python_runtime.h"
 #include "python/python_transforms.h"
 
 namespace bizon {
@@ -180,6 +181,9 @@ Result<std::unique_ptr<TransformWorkers>> TransformWorkers::Start(const Value& t
   Value setup = Value::EmptyMap();
   setup.Set("transforms", transforms);
   setup.Set("record_timeout_ms", static_cast<int64_t>(options.record_timeout.count()));
+  // The worker's interpreter imports from the same virtualenv as ours: VIRTUAL_ENV and
+  // PYTHONPATH reach it through the environment, the config's python_env through this.
+  setup.Set("python_env", ConfiguredPythonEnvironment());
   std::string setup_json = setup.ToJson();
   // Built before any worker exists, so a failure part-way stops the ones already started.
   std::unique_ptr<TransformWorkers> pool(new TransformWorkers(std::move(state)));
@@ -274,6 +278,12 @@ int RunTransformWorker() {
   auto setup = Value::FromJson(**setup_bytes);
   if (!setup) {
     reply(kReplyError, "transform worker: unreadable setup: " + setup.error().message());
+    return 1;
+  }
+  if (Status used = UsePythonEnvironment(setup->GetString("python_env"),
+                                         "transform worker: engine.runner.config.python_env");
+      !used.ok()) {
+    reply(kReplyError, used.message());
     return 1;
   }
   TransformOptions options;

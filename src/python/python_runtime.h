@@ -4,6 +4,8 @@
 // Thread-safety: both functions may be called from any thread at any time.
 #pragma once
 
+#include <string>
+
 #include "bizon/status.h"
 
 namespace bizon {
@@ -18,5 +20,19 @@ Status StartPythonRuntime();
 /// code kCancelled. For the engine's stop path (SIGINT/SIGTERM handling thread, a failed
 /// producer). Not async-signal-safe: call it from a normal thread, not from a signal handler.
 void CancelPythonCalls();
+
+/// Makes the virtualenv at `path` (engine.runner.config.python_env; relative to the working
+/// directory) the user's environment: its site-packages come ahead of bizon's own packages on
+/// sys.path. Empty `path`: none configured, so $VIRTUAL_ENV applies. Call it before the
+/// interpreter starts (the first transform or Python source); it checks the environment at once.
+/// `where` opens errors ("pipeline.yml:7: engine.runner.config.python_env"). Errors
+/// (kInvalidArgument, failure class config): not a virtualenv, or one of another Python minor
+/// version than the embedded one (naming both); kFailedPrecondition when the interpreter already
+/// runs with another environment.
+Status UsePythonEnvironment(const std::string& path, const std::string& where);
+
+/// The environment UsePythonEnvironment() set, as an absolute path; empty when none. Transform
+/// worker processes are handed it, so their sys.path is the parent's.
+std::string ConfiguredPythonEnvironment();
 
 }  // namespace bizon

@@ -209,6 +209,21 @@ def inspect_source(path):
     return [(cls.__name__, streams, incremental) for cls, streams, incremental in usable]
 
 
+def _validation_problems(exc):
+    """One "source.<key>: <message>" per problem of a ValidationError (pydantic 2 or 1, or the
+    fallback model's), "; "-joined. The offending values are left out: they may be secrets."""
+    try:
+        problems = exc.errors()
+    except Exception:  # Not the shape we know: pydantic's own text.
+        return str(exc)
+    lines = []
+    for problem in problems:
+        location = ".".join(str(part) for part in problem.get("loc", ()))
+        lines.append(f"source.{location}: {problem.get('msg', 'invalid value')}" if location
+                     else str(problem.get("msg", "invalid value")))
+    return "; ".join(lines) or str(exc)
+
+
 def validate_config(cls, raw):
     """Builds the class's config object from the `source:` mapping, or raises ContractError
     with the validation errors."""
@@ -220,7 +235,8 @@ def validate_config(cls, raw):
     try:
         return config_class(**raw)
     except ValidationError as exc:
-        raise ContractError(f"source config does not match {config_class.__name__}: {exc}") from None
+        raise ContractError(f"source config does not match {config_class.__name__}: "
+                            f"{_validation_problems(exc)}") from None
     except (TypeError, ValueError) as exc:
         raise ContractError(f"source config does not match {config_class.__name__}: {exc}") from None
 

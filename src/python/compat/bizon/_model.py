@@ -1,7 +1,9 @@
 """The model base class used by the compatibility package.
 
-With pydantic installed (v1 or v2) the models are real pydantic models, so a custom source's
-config class, its `Field(...)` declarations and validators behave as they do with the original.
+With pydantic importable the models are real pydantic models, so a custom source's config class,
+its `Field(...)` declarations and validators behave as they do with the original: pydantic 2
+from bizon's own site folder (src/python/requirements.txt), unless the user's virtualenv, which
+comes first on sys.path, brings another version (v1 works too).
 Without pydantic, a small declared-fields model stands in: it checks required fields and simple
 type annotations (str, int, float, bool, list, dict, Optional, Union, Literal, Enum, nested
 models), fills defaults and ignores unknown keys.

@@ -104,7 +104,8 @@ else:  # pragma: no cover
 
         def __getattr__(self, name):
             raise ImportError("the source's HTTP session needs the requests package "
-                              "(Debian: apt-get install python3-requests)")
+                              "(bizon's build installs it from src/python/requirements.txt; "
+                              "or pip install requests into your virtualenv)")
 
     def session_from_http_config(http):
         return Session()
