@@ -9,13 +9,15 @@ cd "$root"
 scripts/install-deps.sh --with-test-servers --with-fuzz
 scripts/build.sh dev
 scripts/python-env.sh
+# The BigQuery and GCS emulators' virtualenv (a no-op when it is up to date).
+scripts/emulators-env.sh
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-# PostgreSQL, Kafka and RabbitMQ on loopback (every server in scripts/test-servers.sh), stopped
-# again on exit. They start in parallel: 20-30 s the first time on a machine (Maven fetches
-# the Kafka broker's jars once), 8-12 s after that.
+# PostgreSQL, Kafka, RabbitMQ and the Google emulators on loopback (every server in
+# scripts/test-servers.sh), stopped again on exit. They start in parallel: 20-30 s the first
+# time on a machine (Maven fetches the Kafka broker's jars once), 8-12 s after that.
 eval "$(scripts/test-servers.sh start)"
 trap 'scripts/test-servers.sh stop' EXIT
 
