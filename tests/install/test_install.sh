@@ -72,6 +72,43 @@ run_quickstart() {
   [[ "$logged" == 5 ]] || fail "$label: $logged records logged, expected 5"
   [[ -f "$work/bizon.sqlite3" ]] || fail "$label: no ./bizon.sqlite3 state in the working directory"
   echo "install test: $label: the quickstart logged 5 creatures"
+  run_pydantic2_source "$prefix" "$label"
+}
+
+# A custom source written with pydantic 2 idioms runs from the installed tree: the pinned packages
+# come from <prefix>/lib/bizon/python, not from the build tree or Debian's dist-packages.
+run_pydantic2_source() {
+  local prefix="$1" label="$2"
+  [[ -d "$prefix/lib/bizon/python/pydantic" ]] ||
+    fail "$label: pydantic was not installed under $prefix/lib/bizon/python"
+  local work="$tmp/pydantic-$label"
+  mkdir -p "$work"
+  cp "$root/tests/e2e/data/python/pydantic2_source.py" "$work/source.py"
+  cat >"$work/config.yml" <<'YAML'
+name: installed-pydantic2
+source:
+  name: clamped
+  stream: values
+  source_file_path: source.py
+  count: 2
+  ratio: 7.5
+destination:
+  name: file
+  config:
+    destination_id: out
+YAML
+  local status=0
+  (cd "$work" && env -i PATH="$prefix/bin:/usr/bin" HOME="$work" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+    bizon run config.yml >stdout.txt 2>stderr.txt) || status=$?
+  if ((status != 0)); then
+    cat "$work/stderr.txt" >&2
+    fail "$label: the pydantic 2 custom source exited with $status"
+  fi
+  local lines
+  lines="$(grep -c '\\"ratio\\": 1.0' "$work/out.json" || true)"
+  [[ "$lines" == 2 ]] || fail "$label: expected 2 records with the clamped ratio 1.0: $(head -c 500 "$work/out.json")"
+  echo "install test: $label: a pydantic 2 custom source ran from the installed packages"
 }
 
 start=$SECONDS
