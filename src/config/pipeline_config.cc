@@ -120,25 +120,8 @@ void ApplyStreamsToDestinationSchemas(Value& raw) {
   }
 }
 
-/// Records every place under `node` whose text holds a `gsm://` reference.
-void FindGsmReferences(const Value& node, const std::string& path,
-                       std::vector<std::pair<std::string, SourceMark>>& found) {
-  if (node.is_string()) {
-    if (node.AsString().find("gsm://") != std::string::npos) found.emplace_back(path, node.mark());
-  } else if (node.is_map()) {
-    for (const auto& [key, child] : node.AsMap()) {
-      FindGsmReferences(child, path.empty() ? key : path + "." + key, found);
-    }
-  } else if (node.is_list()) {
-    const Value::List& items = node.AsList();
-    for (size_t i = 0; i < items.size(); ++i) {
-      FindGsmReferences(items[i], fmt::format("{}[{}]", path, i), found);
-    }
-  }
-}
-
 /// Blocks the original acts on but this build does not yet: accepted so the same file runs, and
-/// named in a warning so nobody expects metrics, alerts or secrets that never come.
+/// named in a warning so nobody expects metrics or alerts that never come.
 void WarnAboutUnbuiltFeatures(const Value& raw, ValidationResult& result) {
   using Severity = Diagnostic::Severity;
   if (const Value* monitoring = raw.Find("monitoring");
@@ -150,13 +133,6 @@ void WarnAboutUnbuiltFeatures(const Value& raw, ValidationResult& result) {
   if (const Value* alerting = raw.Find("alerting"); alerting != nullptr && !alerting->is_null()) {
     AddDiagnostic(result, Severity::kWarning, "alerting", alerting->mark(),
                   "alerting is not built into this binary yet: no alert will be sent");
-  }
-  std::vector<std::pair<std::string, SourceMark>> references;
-  FindGsmReferences(raw, "", references);
-  for (const auto& [path, mark] : references) {
-    AddDiagnostic(result, Severity::kWarning, path, mark,
-                  "gsm:// references cannot be resolved by this binary yet (Google Secret "
-                  "Manager is not built): a run fails when it resolves them; use env://");
   }
 }
 

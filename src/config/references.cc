@@ -10,6 +10,8 @@
 #include <mutex>
 #include <regex>
 
+#include "google/secret_manager.h"
+
 namespace bizon {
 namespace {
 
@@ -36,16 +38,16 @@ class EnvProvider final : public ReferenceProvider {
   }
 };
 
-// Google Secret Manager is declared so configs using it validate and fail with a clear message;
-// the provider itself lands with the Google client work.
+// Google Secret Manager: src/google/secret_manager.h does the HTTP and credentials part, made
+// on the first gsm:// reference, so a config without one never touches Google.
 class GsmProvider final : public ReferenceProvider {
  public:
-  Result<std::string> Resolve(std::string_view path) override {
-    return Fail(UnimplementedError(fmt::format(
-        "cannot resolve gsm://{}: the Google Secret Manager provider is not built into this "
-        "binary yet; use env:// references meanwhile",
-        path)));
-  }
+  explicit GsmProvider(std::optional<std::string> project_id)
+      : manager_(SecretManagerOptions{.project_id = std::move(project_id)}) {}
+  Result<std::string> Resolve(std::string_view path) override { return manager_.Resolve(path); }
+
+ private:
+  GoogleSecretManager manager_;
 };
 
 struct InlineToken {
@@ -105,9 +107,15 @@ void CollectInto(const Value& node, const std::string& path, std::vector<Referen
 }  // namespace
 
 ReferenceResolver::ReferenceResolver(const Value& secrets_block) {
-  (void)secrets_block;  // Provider defaults (secrets.gsm.project_id) reach the gsm provider later.
+  // Provider defaults come from the raw block, as written (the original reads them before
+  // resolution too).
+  std::optional<std::string> gsm_project;
+  if (const Value* project = secrets_block.FindPath("gsm.project_id");
+      project != nullptr && project->is_string() && !project->AsString().empty()) {
+    gsm_project = project->AsString();
+  }
   providers_.emplace("env", std::make_unique<EnvProvider>());
-  providers_.emplace("gsm", std::make_unique<GsmProvider>());
+  providers_.emplace("gsm", std::make_unique<GsmProvider>(std::move(gsm_project)));
 }
 
 Result<std::string> ReferenceResolver::ResolveReference(std::string_view reference) {

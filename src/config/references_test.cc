@@ -52,13 +52,17 @@ TEST(ReferencesTest, MalformedInlineTokenIsAnError) {
       << status.message();
 }
 
-TEST(ReferencesTest, GsmSaysProviderIsNotBuilt) {
-  auto config = ParseYaml("a: gsm://my-secret\n", "t.yml");
+TEST(ReferencesTest, GsmErrorNamesPathLineAndReference) {
+  // A path Secret Manager could not name is refused before any credentials or request.
+  auto config = ParseYaml("x: 1\na: gsm://my secret\n", "t.yml");
   ASSERT_TRUE(config.has_value());
   ReferenceResolver resolver{Value()};
   Status status = resolver.ResolveAll(*config, "t.yml");
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("provider is not built"), std::string::npos);
+  EXPECT_NE(status.message().find("t.yml:2: a: failed to resolve reference: cannot resolve "
+                                  "gsm://my secret: expected '<id>'"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST(ReferencesTest, CollectFindsWellFormedAndMalformed) {

@@ -151,10 +151,21 @@ def test_env_file_and_inline_references(bizon):
     assert result.returncode == 0, result.stderr
 
 
-def test_gsm_reference_says_provider_not_built(bizon):
-    result = validate(bizon, QUICKSTART.replace("token: dummy_key", "token: gsm://my-secret"))
+def test_gsm_reference_without_project_is_a_config_error(bizon):
+    # Nothing names a GCP project (no secrets block, no GOOGLE_CLOUD_PROJECT, metadata-server
+    # credentials that know none): the short form cannot be named, and nothing is requested.
+    # tests/e2e/test_gsm_secrets.py resolves references through a fake Secret Manager.
+    text = QUICKSTART.replace("token: dummy_key", "token: gsm://my-secret")
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "gsm://my-secret" in l)
+    env = {"GOOGLE_APPLICATION_CREDENTIALS": "", "GOOGLE_CLOUD_PROJECT": "", "GCLOUD_PROJECT": "",
+           "CLOUDSDK_CONFIG": str(bizon.cwd / "gcloud"), "GCE_METADATA_HOST": "127.0.0.1:1",
+           "BIZON_SECRETMANAGER_ENDPOINT": "http://127.0.0.1:1"}
+    result = validate(bizon, text, env=env)
     assert result.returncode == 1
-    assert "Google Secret Manager provider is not built" in result.stderr
+    assert (f"config.yml:{line}: source.authentication.params.token: failed to resolve reference: "
+            "cannot resolve gsm://my-secret: no GCP project. Set 'secrets.gsm.project_id' in the "
+            "config") in result.stderr, result.stderr
+    assert "not built" not in result.stderr
 
 
 def test_secrets_check_masks_and_reports(bizon):
