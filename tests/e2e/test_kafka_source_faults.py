@@ -106,9 +106,10 @@ def test_killed_stream_runs_resume_without_loss_or_duplicates(bizon, kafka):
     assert kills >= 5
 
 
-def test_a_consumer_dropped_from_its_group_is_recreated_without_redelivery(bizon, kafka):
-    """A batch slower than max.poll.interval.ms: the group drops the member, the commit fails
-    with UNKNOWN_MEMBER_ID, and the source rejoins with a new consumer at its own positions."""
+def slow_first_batch(bizon, kafka, static: bool):
+    """A topic of 30 messages and a pipeline whose first batch takes 9 s, longer than its
+    max.poll.interval.ms (6 s); `static` keeps static membership on, else an empty
+    group.instance.id turns it off. Returns the topic, the consumer group and the config."""
     from test_python_support import missing_capability
 
     if missing_capability("transforms") is not None:
@@ -118,8 +119,17 @@ def test_a_consumer_dropped_from_its_group_is_recreated_without_redelivery(bizon
     source = kafka_source(kafka, {topic: "events"}, batch_size=10, consumer_timeout=1,
                           group_id=(consumer_group := group()))
     source["consumer_config"].update({"session.timeout.ms": 6000, "max.poll.interval.ms": 6000})
+    if not static:
+        source["consumer_config"]["group.instance.id"] = ""
     slow = [{"label": "slow", "python": "import time\nif data['offset'] == 0:\n    time.sleep(9)\n"}]
-    config = bizon.write("p.yml", config_text(source, transforms=slow))
+    return topic, consumer_group, bizon.write("p.yml", config_text(source, transforms=slow))
+
+
+def test_a_consumer_dropped_from_its_group_is_recreated_without_redelivery(bizon, kafka):
+    """A batch slower than max.poll.interval.ms: the group drops the member, the commit fails
+    with UNKNOWN_MEMBER_ID, and the source rejoins with a new consumer at its own positions.
+    A dynamic member; test_kafka_restart checks the static one."""
+    topic, consumer_group, config = slow_first_batch(bizon, kafka, static=False)
     stderr = stream_until(bizon, config, {"events": 30})
     assert "UNKNOWN_MEMBER_ID" in stderr and "recreating it" in stderr
     assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))

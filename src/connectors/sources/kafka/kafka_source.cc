@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -117,7 +118,54 @@ std::string Excerpt(const void* data, size_t size) {
   return BodyExcerpt(std::string_view(static_cast<const char*>(data), size), 200);
 }
 
+/// Kafka's limit on a group.instance.id (as on a topic name).
+constexpr size_t kMaxInstanceIdSize = 249;
+
+bool IsInstanceIdChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
 }  // namespace
+
+std::string HostName() {
+  if (const char* exported = std::getenv("HOSTNAME"); exported != nullptr && *exported != '\0') {
+    return exported;
+  }
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+std::string StaticMemberId(std::string_view pipeline, std::string_view host,
+                           std::string_view member) {
+  std::string id;
+  bool exact = true;
+  auto append = [&](std::string_view part) {
+    if (!id.empty()) id += '.';
+    for (char c : part) {
+      exact = exact && IsInstanceIdChar(c);
+      id += IsInstanceIdChar(c) ? c : '_';
+    }
+  };
+  append(pipeline.empty() ? std::string_view("bizon") : pipeline);
+  append(host);
+  if (!member.empty()) append(member);
+  if (exact && id.size() <= kMaxInstanceIdSize) return id;
+  // Replaced characters or a cut could make two ids equal: a hash of the exact parts keeps
+  // them apart (FNV-1a, stable across builds and hosts, unlike std::hash).
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (std::string_view part :
+       {pipeline, std::string_view("\0", 1), host, std::string_view("\0", 1), member}) {
+    for (char c : part) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 0x100000001b3ULL;
+    }
+  }
+  std::string suffix = fmt::format(".{:016x}", hash);
+  if (id.size() > kMaxInstanceIdSize - suffix.size()) id.resize(kMaxInstanceIdSize - suffix.size());
+  return id + suffix;
+}
 
 Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
   const Value& config = context.config;
@@ -177,11 +225,17 @@ Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
   set("group.id", options.group_id);
   options.bootstrap_servers = config.GetString("bootstrap_servers");
   set("bootstrap.servers", options.bootstrap_servers);
-  if (const char* hostname = std::getenv("HOSTNAME");
-      hostname != nullptr && *hostname != '\0' &&
-      !HasSetting(options.client_settings, "group.instance.id")) {
-    // Static membership (KIP-345): a restarted pod gets its partitions back without a rebalance.
-    set("group.instance.id", fmt::format("{}-{}", options.group_id, hostname));
+  options.member = config.GetString("member");
+  if (!HasSetting(options.client_settings, "group.instance.id") &&
+      options.sync_mode == SyncMode::kStream) {
+    // Static membership (KIP-345): a restarted process takes its predecessor's place in the
+    // group at once, instead of waiting for the dead member's session to expire.
+    std::string host = HostName();
+    if (host.empty()) {
+      spdlog::warn("Kafka static membership is off: the host name is unknown (set HOSTNAME)");
+    } else {
+      set("group.instance.id", StaticMemberId(context.pipeline_name, host, options.member));
+    }
   }
   return options;
 }
@@ -237,18 +291,47 @@ void KafkaSource::DestroyConsumer() {
   at_end_.clear();
 }
 
+std::string KafkaSource::FatalErrorText() const {
+  char fatal[512] = {};
+  rd_kafka_resp_err_t original = rd_kafka_fatal_error(consumer_, fatal, sizeof(fatal));
+  std::string text = fmt::format("fatal Kafka client error {}: {}", rd_kafka_err2name(original),
+                                 SecretMask::Global().Redact(fatal));
+  if (original == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID) {
+    // Two live processes derived the same static member id.
+    text += fmt::format(
+        " (another consumer joined the group with this process's group.instance.id: give each "
+        "process of one pipeline on one host its own source.member; id {})",
+        InstanceId());
+  }
+  return text;
+}
+
 void KafkaSource::ClientError(int error, const char* reason) {
   auto code = static_cast<rd_kafka_resp_err_t>(error);
   if (code == RD_KAFKA_RESP_ERR__FATAL) {
-    char fatal[512];
-    rd_kafka_resp_err_t original = rd_kafka_fatal_error(consumer_, fatal, sizeof(fatal));
+    std::string text = FatalErrorText();
     std::lock_guard lock(fatal_mutex_);
-    fatal_error_ = fmt::format("fatal Kafka client error {}: {}", rd_kafka_err2name(original),
-                               SecretMask::Global().Redact(fatal));
+    fatal_error_ = std::move(text);
     return;
   }
   spdlog::warn("Kafka client error {}: {}", rd_kafka_err2name(code),
                SecretMask::Global().Redact(reason != nullptr ? reason : ""));
+}
+
+std::string KafkaSource::InstanceId() const {
+  for (const auto& [name, value] : options_.client_settings) {
+    if (name == "group.instance.id" && !value.empty()) return value;
+  }
+  return std::string(kNoInstanceId);
+}
+
+Clock::duration KafkaSource::MaxPollInterval() const {
+  for (const auto& [name, value] : options_.client_settings) {
+    if (name == "max.poll.interval.ms") {
+      return std::chrono::milliseconds(std::strtoll(value.c_str(), nullptr, 10));
+    }
+  }
+  return std::chrono::milliseconds(300000);  // librdkafka's default.
 }
 
 Status KafkaSource::CheckFatalError() {
@@ -333,6 +416,7 @@ Result<SourceIteration> KafkaSource::Get(const Value& pagination) {
 
 Status KafkaSource::HandleMessageError(const rd_kafka_message_t& message) {
   std::string topic = message.rkt != nullptr ? rd_kafka_topic_name(message.rkt) : "";
+  if (message.err == RD_KAFKA_RESP_ERR__FATAL) return UnavailableError(FatalErrorText());
   if (IsTransient(message.err)) {
     spdlog::warn("Kafka consumer: {} (topic {} partition {}); retrying",
                  rd_kafka_message_errstr(&message), topic, message.partition);
@@ -519,6 +603,7 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   int64_t consumed = 0;
   while (consumed < options_.batch_size) {
     MessagePtr message = PollUntil(consumer_, deadline);
+    last_poll_ = Clock::now();
     if (message == nullptr) break;
     if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       at_end_.insert({rd_kafka_topic_name(message->rkt), message->partition});
@@ -557,8 +642,35 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   return iteration;
 }
 
+bool KafkaSource::LostStaticMembership() const {
+  if (InstanceId() == kNoInstanceId || assigned_.empty()) return false;
+  char* member = rd_kafka_memberid(consumer_);
+  bool lost = member == nullptr || *member == '\0';
+  if (member != nullptr) rd_kafka_mem_free(consumer_, member);
+  return lost;
+}
+
+Status KafkaSource::RecreateConsumer(std::string_view why) {
+  spdlog::warn("{}: the consumer left the group; recreating it", why);
+  DestroyConsumer();
+  {
+    // The old consumer's fatal state (a fence by itself) dies with it.
+    std::lock_guard lock(fatal_mutex_);
+    fatal_error_.clear();
+  }
+  return CreateConsumer();
+}
+
 Status KafkaSource::Commit() {
   if (options_.sync_mode != SyncMode::kStream || consumer_ == nullptr) return Status::Ok();
+  if (LostStaticMembership()) {
+    // librdkafka dropped its member id after max.poll.interval.ms (a batch slower than that).
+    // A commit now would carry our group.instance.id without the member id the broker knows,
+    // and be fenced, fatally, as if another process had taken the id. A new consumer rejoins
+    // under the same id at once and starts from our positions.
+    return RecreateConsumer(
+        "Kafka commit skipped (max.poll.interval.ms exceeded, the static member's id was reset)");
+  }
   rd_kafka_topic_partition_list_t* offsets =
       rd_kafka_topic_partition_list_new(static_cast<int>(positions_.size()));
   std::map<TopicPartition, int64_t> sending;
@@ -583,10 +695,12 @@ Status KafkaSource::Commit() {
       error == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
     // The group moved on without us: rejoin with a new consumer. The next assignment starts
     // from our positions, which the backend already holds.
-    spdlog::warn("Kafka commit failed ({}): the consumer left the group; recreating it",
-                 rd_kafka_err2name(error));
-    DestroyConsumer();
-    return CreateConsumer();
+    return RecreateConsumer(fmt::format("Kafka commit failed ({})", rd_kafka_err2name(error)));
+  }
+  if (error == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID &&
+      Clock::now() - last_poll_ >= MaxPollInterval()) {
+    // The same self-fence, when librdkafka reset the member id after the check above.
+    return RecreateConsumer(fmt::format("Kafka commit failed ({})", rd_kafka_err2name(error)));
   }
   // Ignored on purpose: the backend cursor is already stored and is what a resume reads; the
   // group's offsets only lag behind until the next successful commit.

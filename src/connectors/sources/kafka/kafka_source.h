@@ -8,7 +8,8 @@
 //   destination cursor after the durable write, so the backend, not Kafka, is the record of
 //   progress. On (re)assignment, partitions the pagination knows are started there; the others
 //   from the group's committed offsets. Commit() commits the same offsets to the group,
-//   synchronously, once the cursor is stored.
+//   synchronously, once the cursor is stored. It joins as a static member whose id is stable
+//   per pipeline and host (StaticMemberId), so a restarted process takes over at once.
 // * full_refresh: one topic, read partition by partition from the low watermark up to the high
 //   watermark taken on the first Get(); every partition advances on its own and the read ends
 //   when all of them reached their high watermark. No group membership, no commits.
@@ -18,6 +19,7 @@
 // Get()'s polls, on the same thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +27,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,14 +57,29 @@ struct KafkaSourceOptions {
   int64_t batch_size = 100;
   int64_t consumer_timeout_s = 10;
   bool avro = true;
+  /// Tells apart processes of one pipeline on one host in its static member id (scale-out).
+  std::string member;
   /// The librdkafka settings, in order, with the derived ones (bootstrap.servers, group.id,
   /// SASL, group.instance.id) already applied.
   std::vector<std::pair<std::string, std::string>> client_settings;
   SchemaRegistryOptions registry;
 };
 
-/// Reads the validated `source:` block into options (HOSTNAME gives the static member id).
+/// Reads the validated `source:` block into options. In stream mode it derives the static
+/// member id (group.instance.id) from the pipeline, the host and `member`, unless the
+/// consumer_config names one.
 Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context);
+
+/// This host's name: HOSTNAME when exported (a pod's name), else gethostname(); empty when
+/// neither is known.
+std::string HostName();
+
+/// The group.instance.id of one process: `<pipeline>.<host>[.<member>]`, stable across restarts
+/// so that a restarted process fences its dead predecessor at once and takes over its
+/// partitions. Characters Kafka refuses become `_`; then, or past Kafka's 249 characters, a hash
+/// of the exact parts is appended so that distinct inputs keep distinct ids.
+std::string StaticMemberId(std::string_view pipeline, std::string_view host,
+                           std::string_view member);
 
 /// The declared options of the kafka source (its config spec).
 std::vector<FieldSpec> KafkaSourceFields();
@@ -94,6 +112,18 @@ class KafkaSource final : public Source {
   Status CreateConsumer();
   void DestroyConsumer();
   Status CheckFatalError();
+  /// The consumer's fatal error, with a hint for a fenced static member.
+  std::string FatalErrorText() const;
+  static constexpr std::string_view kNoInstanceId = "(none)";
+  /// The configured or derived group.instance.id (kNoInstanceId without static membership).
+  std::string InstanceId() const;
+  std::chrono::steady_clock::duration MaxPollInterval() const;
+  /// True when a static member's consumer dropped its member id (max.poll.interval.ms exceeded)
+  /// while it still holds partitions: committing now would fence it.
+  bool LostStaticMembership() const;
+  /// Replaces the consumer after it left the group (`why` leads the warning); the new one
+  /// rejoins at our positions.
+  Status RecreateConsumer(std::string_view why);
   /// Partition counts of every configured topic (metadata request); fails on a missing topic.
   Result<std::map<std::string, int>> FetchPartitionCounts();
 
@@ -123,6 +153,9 @@ class KafkaSource final : public Source {
   std::map<TopicPartition, int64_t> committed_;
   std::set<TopicPartition> assigned_;
   std::set<TopicPartition> at_end_;
+  /// When Get() last polled: librdkafka drops a member that does not poll within
+  /// max.poll.interval.ms.
+  std::chrono::steady_clock::time_point last_poll_;
 
   // Bounded mode.
   std::map<int32_t, BoundedPartition> bounded_;

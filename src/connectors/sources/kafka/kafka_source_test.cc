@@ -1,7 +1,9 @@
 #include "connectors/sources/kafka/kafka_source.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -46,7 +48,10 @@ TEST(KafkaOptionsTest, ConsumerConfigReplacesDefaultsAndDerivedSettingsAreAdded)
                           {"sasl.password", "kafka-pw-1234"},
                           {"group.id", "g1"},
                           {"bootstrap.servers", "127.0.0.1:9092"},
+                          // Static membership even without HOSTNAME: from gethostname().
+                          {"group.instance.id", StaticMemberId("p", HostName(), "")},
                       }));
+  EXPECT_FALSE(HostName().empty());
   EXPECT_EQ(options->registry.type, RegistryType::kConfluent);
   EXPECT_EQ(options->topics.size(), 1u);
   EXPECT_EQ(SecretMask::Global().Redact("x kafka-pw-1234 y"), "x **** y");
@@ -57,7 +62,8 @@ TEST(KafkaOptionsTest, HostnameGivesAStaticMemberUnlessConfigured) {
   auto options =
       ReadKafkaOptions(Context(Value(Value::Map{{"bootstrap_servers", "b:1"}, {"group_id", "g"}})));
   ASSERT_TRUE(options.has_value());
-  EXPECT_EQ(Settings(*options)["group.instance.id"], "g-pod-7");
+  // <pipeline>.<host>: stable per pipeline and host, whatever the group.
+  EXPECT_EQ(Settings(*options)["group.instance.id"], "p.pod-7");
   EXPECT_EQ(Settings(*options).count("sasl.mechanisms"), 0u);  // No authentication block.
 
   auto configured = ReadKafkaOptions(Context(
@@ -66,6 +72,63 @@ TEST(KafkaOptionsTest, HostnameGivesAStaticMemberUnlessConfigured) {
   ASSERT_TRUE(configured.has_value());
   EXPECT_EQ(Settings(*configured)["group.instance.id"], "mine");
   ::unsetenv("HOSTNAME");
+}
+
+TEST(KafkaOptionsTest, WithoutHostnameTheStaticMemberComesFromGethostname) {
+  // HOSTNAME is a shell variable that is rarely exported outside containers.
+  ::unsetenv("HOSTNAME");
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof(name) - 1), 0);
+  ASSERT_NE(name[0], '\0');
+  EXPECT_EQ(HostName(), name);
+  SourceContext context = Context(Value(Value::Map{{"bootstrap_servers", "b:1"}}));
+  context.pipeline_name = "orders";
+  auto options = ReadKafkaOptions(context);
+  ASSERT_TRUE(options.has_value());
+  EXPECT_EQ(Settings(*options)["group.instance.id"], StaticMemberId("orders", name, ""));
+  EXPECT_EQ(Settings(*options)["group.instance.id"].rfind("orders.", 0), 0u);
+
+  // Several processes of one pipeline on one host: `member` tells them apart.
+  context.config.Set("member", Value("2"));
+  auto second = ReadKafkaOptions(context);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->member, "2");
+  EXPECT_EQ(Settings(*second)["group.instance.id"], StaticMemberId("orders", name, "2"));
+  EXPECT_NE(Settings(*second)["group.instance.id"], Settings(*options)["group.instance.id"]);
+
+  // A bounded read joins no group: no member id.
+  context.sync_mode = SyncMode::kFullRefresh;
+  auto bounded = ReadKafkaOptions(context);
+  ASSERT_TRUE(bounded.has_value());
+  EXPECT_EQ(Settings(*bounded).count("group.instance.id"), 0u);
+}
+
+TEST(KafkaStaticMemberIdTest, IsReadableStableAndKeepsDistinctInputsApart) {
+  EXPECT_EQ(StaticMemberId("orders", "host-1", ""), "orders.host-1");
+  EXPECT_EQ(StaticMemberId("orders", "host-1", "0"), "orders.host-1.0");
+  EXPECT_EQ(StaticMemberId("orders", "host-1", "0"), StaticMemberId("orders", "host-1", "0"));
+  EXPECT_EQ(StaticMemberId("", "h", ""), "bizon.h");
+  EXPECT_NE(StaticMemberId("orders", "host-1", ""), StaticMemberId("orders", "host-2", ""));
+  EXPECT_NE(StaticMemberId("orders", "host-1", ""), StaticMemberId("refunds", "host-1", ""));
+
+  // Kafka accepts [A-Za-z0-9._-]: others become '_', and a hash keeps "a b" apart from "a_b",
+  // and a dotted host name apart from a pipeline.member split.
+  std::string spaced = StaticMemberId("my pipeline", "vm.example.com", "");
+  EXPECT_EQ(spaced.rfind("my_pipeline.vm_example_com.", 0), 0u) << spaced;
+  EXPECT_NE(spaced, StaticMemberId("my_pipeline", "vm_example_com", ""));
+  EXPECT_NE(StaticMemberId("a", "b.c", ""), StaticMemberId("a", "b", "c"));
+  for (const std::string& id : {spaced, StaticMemberId("p/ü", "h", "x y")}) {
+    for (char c : id) {
+      EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')
+          << id;
+    }
+  }
+
+  // At most 249 characters, still distinct past the cut.
+  std::string long_name(300, 'p');
+  std::string cut = StaticMemberId(long_name, "h", "1");
+  EXPECT_EQ(cut.size(), 249u);
+  EXPECT_NE(cut, StaticMemberId(long_name, "h", "2"));
 }
 
 TEST(KafkaOptionsTest, RejectsNestedConsumerSettings) {

@@ -106,6 +106,14 @@ std::vector<FieldSpec> KafkaSourceFields() {
        .description = "Consumer group the offsets belong to.",
        .nullable = false,
        .default_value = "bizon"},
+      {.name = "member",
+       .type = FieldType::kString,
+       .description = "Tells apart several processes of one stream pipeline on one host: "
+                      "appended to the static member id (group.instance.id), which is "
+                      "otherwise the pipeline name and the host name joined by a dot. Give "
+                      "each such process its own, e.g. env://BIZON_MEMBER.",
+       .nullable = false,
+       .default_value = ""},
       {.name = "skip_message_empty_value",
        .type = FieldType::kBoolean,
        .description = "Drop messages without a value (tombstones).",
