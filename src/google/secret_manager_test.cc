@@ -33,8 +33,7 @@ TEST(SecretManagerTest, NoProjectSaysWhereToSetOne) {
   auto name = SecretVersionName("api-token", std::nullopt);
   ASSERT_FALSE(name.has_value());
   EXPECT_EQ(name.error().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(Message(name).find("cannot resolve gsm://api-token: no GCP project"),
-            std::string::npos)
+  EXPECT_NE(Message(name).find("cannot resolve gsm://api-token: no GCP project"), std::string::npos)
       << Message(name);
   EXPECT_NE(Message(name).find("secrets.gsm.project_id"), std::string::npos);
   EXPECT_NE(Message(name).find("GOOGLE_CLOUD_PROJECT"), std::string::npos);
@@ -93,9 +92,9 @@ TEST(SecretManagerTest, MalformedPathIsRefusedBeforeCredentials) {
 }
 
 TEST(SecretManagerTest, EndpointOverrideMustBeAUrl) {
-  GoogleSecretManager manager({.project_id = "acme",
-                               .env = Environment({{std::string(kSecretManagerEndpointVariable),
-                                                    "127.0.0.1:8080"}})});
+  GoogleSecretManager manager(
+      {.project_id = "acme",
+       .env = Environment({{std::string(kSecretManagerEndpointVariable), "127.0.0.1:8080"}})});
   auto value = manager.Resolve("db-password");
   ASSERT_FALSE(value.has_value());
   EXPECT_NE(Message(value).find("cannot resolve gsm://db-password: "
