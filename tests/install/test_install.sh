@@ -37,6 +37,20 @@ linked_packages() {
   done | sort -u
 }
 
+# `bizon run <config>` in <work> with nothing but the installed bin/ and /usr/bin on PATH and an
+# empty environment; stdout.txt and stderr.txt stay in <work>, stderr is shown on failure.
+run_installed() {
+  local prefix="$1" work="$2" config="$3" status=0
+  (cd "$work" && env -i PATH="$prefix/bin:/usr/bin" HOME="$work" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+    bizon run "$config" >stdout.txt 2>stderr.txt) || status=$?
+  if ((status != 0)); then
+    cat "$work/stderr.txt" >&2
+    echo "install test: bizon run $config exited with $status" >&2
+  fi
+  return "$status"
+}
+
 run_quickstart() {
   local prefix="$1" label="$2"
   local binary="$prefix/bin/bizon"
@@ -52,14 +66,7 @@ run_quickstart() {
   local work="$tmp/run-$label"
   mkdir -p "$work"
   cp "$example" "$work/quickstart.yml"
-  local status=0
-  (cd "$work" && env -i PATH="$prefix/bin:/usr/bin" HOME="$work" \
-    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-    bizon run quickstart.yml >stdout.txt 2>stderr.txt) || status=$?
-  if ((status != 0)); then
-    cat "$work/stderr.txt" >&2
-    fail "$label: bizon run quickstart.yml exited with $status"
-  fi
+  run_installed "$prefix" "$work" quickstart.yml || fail "$label: bizon run quickstart.yml failed"
   grep -q "Pipeline finished successfully." "$work/stdout.txt" ||
     fail "$label: no success line in stdout: $(head -c 500 "$work/stdout.txt")"
   local creature
@@ -97,14 +104,7 @@ destination:
   config:
     destination_id: out
 YAML
-  local status=0
-  (cd "$work" && env -i PATH="$prefix/bin:/usr/bin" HOME="$work" \
-    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-    bizon run config.yml >stdout.txt 2>stderr.txt) || status=$?
-  if ((status != 0)); then
-    cat "$work/stderr.txt" >&2
-    fail "$label: the pydantic 2 custom source exited with $status"
-  fi
+  run_installed "$prefix" "$work" config.yml || fail "$label: the pydantic 2 custom source failed"
   local lines
   lines="$(grep -c '\\"ratio\\": 1.0' "$work/out.json" || true)"
   [[ "$lines" == 2 ]] || fail "$label: expected 2 records with the clamped ratio 1.0: $(head -c 500 "$work/out.json")"
