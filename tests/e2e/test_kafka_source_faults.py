@@ -1,8 +1,10 @@
 """The kafka source under faults: a broker restart mid-stream, and SIGKILLed stream runs resumed.
 
 Both check every message by (partition, offset): 0 lost, 0 duplicated in the file destination.
-The kill test sets HOSTNAME so the consumer uses static membership: a restarted run takes its
-partitions back at once instead of waiting for the killed member's session to expire.
+A stream run joins as a static member named after the pipeline and the host, so a restarted run
+takes its partitions back at once instead of waiting for the killed member's session to expire.
+The kill test gives each of its runs a HOSTNAME of its own, so its member name never meets one
+left by another test on the shared broker.
 """
 
 from __future__ import annotations
