@@ -56,3 +56,18 @@ class Bizon:
 @pytest.fixture
 def bizon(bizon_bin, tmp_path) -> Bizon:
     return Bizon(bizon_bin, tmp_path)
+
+
+@pytest.fixture
+def oauth():
+    """The fake Google token endpoint (tests/fakes/fake_google_oauth.py), for the suites that
+    talk to Google APIs; it must have seen no request off the documented protocol."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "fakes"))
+    from fake_google_oauth import FakeGoogleOAuth
+
+    server = FakeGoogleOAuth().start()
+    yield server
+    server.stop()
+    assert server.violations == []

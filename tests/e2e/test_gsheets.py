@@ -14,7 +14,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 
-from fake_google_oauth import FakeGoogleOAuth, rsa_key  # noqa: E402
+from fake_google_oauth import rsa_key  # noqa: E402
 from fake_gsheets import FakeGsheets  # noqa: E402
 from fake_server import Fault  # noqa: E402
 from harness import load_example, pipeline, read_result, run, source_data  # noqa: E402
@@ -36,14 +36,6 @@ EXPECTED = [
     {"first_name": "Zoë", "last__name": "O'Brien", "user_i_d": "u-004", "age": 7,
      "score": "1,234", "notes": "naïve \"quoted\""},
 ]
-
-
-@pytest.fixture
-def oauth():
-    server = FakeGoogleOAuth().start()
-    yield server
-    server.stop()
-    assert server.violations == []
 
 
 @pytest.fixture

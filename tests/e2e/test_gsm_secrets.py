@@ -17,7 +17,6 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 
-from fake_google_oauth import FakeGoogleOAuth  # noqa: E402
 from fake_rest_api import FakeRestApi  # noqa: E402
 from fake_secret_manager import FakeSecretManager  # noqa: E402
 from fake_server import Fault  # noqa: E402
@@ -29,14 +28,6 @@ TOKEN = "tok-current-Hv3sL8wQ1nB6"
 OTHER = "tok-other-Kd5fJ0cR2uE7"
 ENDPOINTS = {"items": {"path": "/offset", "record_selector": "data.items",
                        "pagination": {"type": "offset", "limit": 10}}}
-
-
-@pytest.fixture
-def oauth():
-    server = FakeGoogleOAuth().start()
-    yield server
-    server.stop()
-    assert server.violations == []
 
 
 @pytest.fixture
