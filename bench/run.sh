@@ -26,7 +26,7 @@ if ! "$python" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (
 fi
 
 # Build dependencies (idempotent); python3-venv and GNU time are not among them on Debian.
-"$root/scripts/install-deps.sh"
+"$root/scripts/install-deps.sh" --with-bench
 if ! "$python" -c 'import ensurepip' 2>/dev/null; then
   echo "bench: installing python3-venv"
   sudo_cmd=()

@@ -25,13 +25,17 @@ test_packages=(
 # clang 14 cannot compile the project (no std::expected with libstdc++ 12).
 fuzz_packages=(clang-19 libclang-rt-19-dev)
 
+# bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; GNU time.
+bench_packages=(kcat time)
+
 wanted=("${build_packages[@]}")
 for option in "$@"; do
   case "$option" in
     --with-test-servers) wanted+=("${test_packages[@]}") ;;
     --with-fuzz) wanted+=("${fuzz_packages[@]}") ;;
+    --with-bench) wanted+=("${bench_packages[@]}") ;;
     *)
-      echo "install-deps: unknown option $option (expected --with-test-servers, --with-fuzz)" >&2
+      echo "install-deps: unknown option $option (expected --with-test-servers, --with-fuzz, --with-bench)" >&2
       exit 2
       ;;
   esac
