@@ -19,6 +19,8 @@ test_packages=(
   postgresql rabbitmq-server python3-venv time
   # The Kafka test broker: Apache's jars, fetched once by Maven, run on Java 17.
   maven openjdk-17-jre-headless
+  # The throw-away CA and certificates of the TLS listeners.
+  openssl
 )
 
 # The libFuzzer targets (fuzz/README.md): clang 19, in Debian 12's main archive. The default
