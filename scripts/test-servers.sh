@@ -14,6 +14,9 @@
 # Servers: postgres (BIZON_PG_*), kafka (BIZON_KAFKA_BOOTSTRAP), rabbitmq (BIZON_RABBITMQ_*),
 # bigquery (BIGQUERY_EMULATOR_HOST, BIGQUERY_STORAGE_EMULATOR_HOST, BIZON_BIGQUERY_*) and gcs
 # (STORAGE_EMULATOR_HOST, BIZON_GCS_*): the Google emulators, from build/emulators-venv.
+# postgres, kafka and rabbitmq also run TLS (and SASL) listeners with a throw-away CA made by
+# openssl (BIZON_TLS_*, BIZON_PG_TLS_*, BIZON_KAFKA_SASL_*, BIZON_KAFKA_SSL_BOOTSTRAP,
+# BIZON_RABBITMQ_TLS_PORT); when those cannot start, the plain servers start as before.
 # `start` with several servers starts them in parallel. A restart is a real outage: the process
 # stops, then starts again on the same port with the same data.
 #
@@ -65,14 +68,103 @@ free_port_from() {
 }
 
 # ------------------------------------------------------------------------------------------------
+# TLS material for the secure listeners below: a throw-away CA made with openssl once per state
+# directory, under build/test-servers/tls/ (BIZON_TLS_* in the env output):
+#   ca.pem                      the CA the servers' certificate chains to (clients trust this)
+#   server.pem, server.key      the servers' certificate (localhost, 127.0.0.1) and key
+#   server.p12                  the same as PKCS#12 (Kafka's keystore, password tls_store_password)
+#   client.pem, client.key      a client certificate from the same CA, CN bizon_cert (the
+#                               PostgreSQL user that logs in by certificate)
+#   other-ca.pem, other-client.pem, other-client.key
+#                               a second CA and a client certificate from it, which no server
+#                               trusts (the tests' wrong credentials)
+# The secure listeners are an addition: when the material or a listener cannot be made, the
+# server starts as before without it, says why on stderr, and its env lines leave out the
+# secure settings (so the tests that need them skip, or fail under CI).
+
+tls_dir="$state_root/tls"
+tls_store_password=bizon-keystore
+
+# Writes the material into the current directory (stops at the first failing command).
+tls_generate() {
+  local ca
+  for ca in ca other-ca; do
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$ca.key" -out "$ca.pem" -days 3650 \
+      -subj "/CN=bizon test $ca" -addext "basicConstraints=critical,CA:true" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" || return 1
+  done
+  tls_leaf server ca localhost "subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth" || return 1
+  tls_leaf client ca bizon_cert "extendedKeyUsage=clientAuth" || return 1
+  tls_leaf other-client other-ca bizon_cert "extendedKeyUsage=clientAuth" || return 1
+  openssl pkcs12 -export -in server.pem -inkey server.key -name server \
+    -passout "pass:$tls_store_password" -out server.p12 || return 1
+  rm -f ./*.csr ./*.ext ./*.srl
+  chmod 600 ./*.key server.p12
+}
+
+# tls_leaf <name> <ca> <common name> <x509v3 extensions>: a key and a certificate signed by <ca>.
+tls_leaf() {
+  openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "/CN=$3" || return 1
+  printf '%s\n' "$4" >"$1.ext"
+  openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial -days 3650 \
+    -sha256 -extfile "$1.ext" -out "$1.pem"
+}
+
+# Makes the material once; returns non-zero (after saying why) when it cannot.
+tls_make() {
+  [[ -f "$tls_dir/complete" ]] && return 0
+  command -v openssl >/dev/null || {
+    log "tls: openssl not found (apt-get install openssl): no TLS listeners"
+    return 1
+  }
+  mkdir -p "$state_root"
+  (
+    # One maker at a time: the servers start in parallel and each asks for the material.
+    exec 9>"$state_root/.tls.lock"
+    flock 9
+    [[ -f "$tls_dir/complete" ]] && exit 0
+    work="$tls_dir.new"
+    rm -rf "$work"
+    mkdir -p "$work"
+    cd "$work" || exit 1
+    if ! tls_generate >"$work/openssl.log" 2>&1; then
+      tail -n 20 "$work/openssl.log" >&2
+      log "tls: openssl could not make the test CA and certificates: no TLS listeners"
+      exit 1
+    fi
+    touch complete
+    rm -rf "$tls_dir"
+    mv "$work" "$tls_dir"
+    log "tls: made a test CA and certificates in $tls_dir"
+  )
+}
+
+tls_env() {
+  [[ -f "$tls_dir/complete" ]] || return 0
+  echo "export BIZON_TLS_CA=$tls_dir/ca.pem"
+  echo "export BIZON_TLS_CLIENT_CERT=$tls_dir/client.pem"
+  echo "export BIZON_TLS_CLIENT_KEY=$tls_dir/client.key"
+  echo "export BIZON_TLS_OTHER_CA=$tls_dir/other-ca.pem"
+  echo "export BIZON_TLS_OTHER_CLIENT_CERT=$tls_dir/other-client.pem"
+  echo "export BIZON_TLS_OTHER_CLIENT_KEY=$tls_dir/other-client.key"
+}
+
+# ------------------------------------------------------------------------------------------------
 # PostgreSQL (Debian's postgresql package): one cluster, user bizon / password bizon, database
-# bizon_test, password (scram) auth over TCP on 127.0.0.1. PostgreSQL refuses to run as root, so
-# as root the cluster belongs to the `postgres` system user (created by the package), or to a
+# bizon_test, password (scram) auth over TCP on 127.0.0.1. With the TLS material (above), also
+# ssl = on and a database bizon_tls that pg_hba.conf serves over TLS only: user bizon_tls by
+# password, user bizon_cert by its client certificate (BIZON_PG_TLS_*, BIZON_PG_CERT_USER).
+# PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` system user (created by the package), or to a
 # `bizon-test` system user made here when that one is missing.
 
 pg_user_name=bizon
 pg_password=bizon
 pg_database=bizon_test
+pg_tls_database=bizon_tls
+pg_tls_user=bizon_tls
+pg_tls_password=bizon-tls-secret
+pg_cert_user=bizon_cert
 
 pg_bin() {
   local candidate
@@ -175,6 +267,63 @@ logging_collector = off
 EOF
 }
 
+# The TLS settings of a cluster: with $1 = on, ssl = on with copies of the server's certificate
+# and key (owned by the cluster's owner, as PostgreSQL demands) and the TLS-only pg_hba.conf
+# lines; with off, ssl = off (the pg_hba.conf lines then match nothing). postgresql.conf includes
+# bizon-tls.conf, so a cluster made before these settings existed gets them too.
+postgres_configure_tls() {
+  local owner file
+  owner="$(pg_os_user)"
+  grep -q "^include_if_exists = 'bizon-tls.conf'" "$pg_data/postgresql.conf" ||
+    echo "include_if_exists = 'bizon-tls.conf'" >>"$pg_data/postgresql.conf"
+  if [[ "$1" != on ]]; then
+    echo "ssl = off" >"$pg_data/bizon-tls.conf"
+    chown "$owner" "$pg_data/bizon-tls.conf"
+    return
+  fi
+  for file in server.pem server.key ca.pem; do
+    install -m 600 -o "$owner" "$tls_dir/$file" "$pg_data/tls-$file"
+  done
+  printf '%s\n' "# Written by scripts/test-servers.sh." "ssl = on" \
+    "ssl_cert_file = 'tls-server.pem'" "ssl_key_file = 'tls-server.key'" \
+    "ssl_ca_file = 'tls-ca.pem'" >"$pg_data/bizon-tls.conf"
+  chown "$owner" "$pg_data/bizon-tls.conf"
+  if ! grep -q '^# --- scripts/test-servers.sh: TLS' "$pg_data/pg_hba.conf"; then
+    # First match wins: these go before initdb's lines.
+    {
+      echo "# --- scripts/test-servers.sh: TLS only for $pg_tls_database ---"
+      echo "hostnossl $pg_tls_database all 127.0.0.1/32 reject"
+      echo "hostssl $pg_tls_database $pg_cert_user 127.0.0.1/32 cert"
+      echo "hostssl $pg_tls_database all 127.0.0.1/32 scram-sha-256"
+      cat "$pg_data/pg_hba.conf"
+    } >"$pg_data/pg_hba.conf.new"
+    chown "$owner" "$pg_data/pg_hba.conf.new"
+    chmod 600 "$pg_data/pg_hba.conf.new"
+    mv "$pg_data/pg_hba.conf.new" "$pg_data/pg_hba.conf"
+  fi
+}
+
+# The TLS database and its two users (idempotent), made over the plain connection as bizon.
+postgres_tls_setup() {
+  local bin port
+  bin="$(pg_bin)"
+  port="$(postgres_port)"
+  PGPASSWORD="$pg_password" "$bin/psql" -h 127.0.0.1 -p "$port" -U "$pg_user_name" -d postgres \
+    -v ON_ERROR_STOP=1 -Atq <<SQL || return 1
+SELECT 'CREATE ROLE $pg_tls_user LOGIN'
+WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$pg_tls_user') \gexec
+SELECT 'CREATE ROLE $pg_cert_user LOGIN'
+WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$pg_cert_user') \gexec
+ALTER ROLE $pg_tls_user PASSWORD '$pg_tls_password';
+SELECT 'CREATE DATABASE $pg_tls_database OWNER $pg_tls_user'
+WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$pg_tls_database') \gexec
+GRANT CREATE, CONNECT ON DATABASE $pg_tls_database TO $pg_cert_user;
+SQL
+  PGPASSWORD="$pg_password" PGSSLMODE=require "$bin/psql" -h 127.0.0.1 -p "$port" \
+    -U "$pg_user_name" -d "$pg_tls_database" -v ON_ERROR_STOP=1 -Atqc \
+    "GRANT CREATE, USAGE ON SCHEMA public TO $pg_cert_user" || return 1
+}
+
 postgres_start() {
   local bin
   bin="$(pg_bin)"
@@ -182,6 +331,10 @@ postgres_start() {
     return
   fi
   [[ -f "$pg_data/PG_VERSION" ]] || postgres_init
+  rm -f "$pg_dir/tls"
+  local tls=off
+  tls_make && tls=on
+  postgres_configure_tls "$tls"
   local port
   port="$(postgres_port)"
   if ! port_is_free "$port"; then
@@ -190,13 +343,28 @@ postgres_start() {
     echo "$port" > "$pg_dir/port"
     sed -i "s/^port = .*/port = $port/" "$pg_data/postgresql.conf"
   fi
-  log "postgres: starting on 127.0.0.1:$port"
-  pg_as_owner "$bin/pg_ctl" start -D "$pg_data" -l "$pg_dir/server.log" -w -t 60 >/dev/null ||
-    { tail -n 20 "$pg_dir/server.log" >&2; die "postgres: the server did not start"; }
+  log "postgres: starting on 127.0.0.1:$port (TLS $tls)"
+  if ! pg_as_owner "$bin/pg_ctl" start -D "$pg_data" -l "$pg_dir/server.log" -w -t 60 >/dev/null; then
+    [[ "$tls" == on ]] || { tail -n 20 "$pg_dir/server.log" >&2; die "postgres: the server did not start"; }
+    tail -n 20 "$pg_dir/server.log" >&2
+    log "postgres: the server did not start with ssl = on (above); starting it without TLS"
+    tls=off
+    postgres_configure_tls off
+    pg_as_owner "$bin/pg_ctl" start -D "$pg_data" -l "$pg_dir/server.log" -w -t 60 >/dev/null ||
+      { tail -n 20 "$pg_dir/server.log" >&2; die "postgres: the server did not start"; }
+  fi
   if ! PGPASSWORD="$pg_password" "$bin/psql" -h 127.0.0.1 -p "$port" -U "$pg_user_name" \
     -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname = '$pg_database'" | grep -q 1; then
     PGPASSWORD="$pg_password" "$bin/createdb" -h 127.0.0.1 -p "$port" -U "$pg_user_name" \
       "$pg_database"
+  fi
+  if [[ "$tls" == on ]]; then
+    if postgres_tls_setup 2>"$pg_dir/tls-setup.log"; then
+      echo on >"$pg_dir/tls"
+    else
+      cat "$pg_dir/tls-setup.log" >&2
+      log "postgres: could not make the TLS database $pg_tls_database (above): no TLS settings"
+    fi
   fi
 }
 
@@ -225,6 +393,11 @@ postgres_env() {
   echo "export BIZON_PG_USER=$pg_user_name"
   echo "export BIZON_PG_PASSWORD=$pg_password"
   echo "export BIZON_PG_DATABASE=$pg_database"
+  [[ "$(cat "$pg_dir/tls" 2>/dev/null)" == on ]] || return 0
+  echo "export BIZON_PG_TLS_DATABASE=$pg_tls_database"
+  echo "export BIZON_PG_TLS_USER=$pg_tls_user"
+  echo "export BIZON_PG_TLS_PASSWORD=$pg_tls_password"
+  echo "export BIZON_PG_CERT_USER=$pg_cert_user"
 }
 
 # ------------------------------------------------------------------------------------------------
@@ -234,10 +407,21 @@ postgres_env() {
 # on the next free port, data and logs under build/test-servers/kafka/. Settings for one node:
 # every internal topic has one replica, topics are created on first use with one partition, and a
 # new consumer group starts without the usual 3 s wait for more members.
+#
+# With the TLS material (above), three more listeners on the next free ports: SASL_SSL and
+# SASL_PLAINTEXT (mechanisms PLAIN, from the JAAS line in server.properties, and SCRAM-SHA-256 and
+# SCRAM-SHA-512, whose credentials kafka-configs' ConfigCommand stores in the cluster metadata
+# after the first start), both for user bizon / kafka_sasl_password, and SSL that requires a
+# client certificate from the test CA (BIZON_KAFKA_SASL_SSL_BOOTSTRAP,
+# BIZON_KAFKA_SASL_PLAINTEXT_BOOTSTRAP, BIZON_KAFKA_SSL_BOOTSTRAP, BIZON_KAFKA_SASL_*). No
+# authorizer: an authenticated client may do anything, as on the PLAINTEXT listener.
 
 kafka_version="${BIZON_KAFKA_VERSION:-4.1.1}"
 kafka_home="$root/build/kafka/$kafka_version"
 kafka_dir="$state_root/kafka"
+kafka_sasl_user=bizon
+kafka_sasl_password=bizon-sasl-secret
+kafka_secure_listeners=(sasl_ssl sasl_plaintext ssl)
 
 kafka_java() {
   local candidate
@@ -289,19 +473,67 @@ kafka_port() {
   cat "$kafka_dir/port" 2>/dev/null || echo ""
 }
 
-# Writes server.properties for the ports in $kafka_dir/port and $kafka_dir/controller_port.
+# The ports of the secure listeners: kept from the last start while free, else all three moved
+# to the free ports after the controller's.
+kafka_secure_ports() {
+  local name next kept=1
+  for name in "${kafka_secure_listeners[@]}"; do
+    next="$(cat "$kafka_dir/${name}_port" 2>/dev/null || true)"
+    [[ -n "$next" ]] && port_is_free "$next" || kept=0
+  done
+  ((kept)) && return
+  next=$(($(cat "$kafka_dir/controller_port") + 1))
+  for name in "${kafka_secure_listeners[@]}"; do
+    next="$(free_port_from "$next")"
+    echo "$next" >"$kafka_dir/${name}_port"
+    next=$((next + 1))
+  done
+}
+
+# Writes server.properties for the ports in $kafka_dir/port and $kafka_dir/controller_port, and
+# with $1 = on also the secure listeners on the ports in $kafka_dir/<listener>_port.
 kafka_write_config() {
-  local port controller_port
+  local port controller_port listeners advertised map secure=""
   port="$(cat "$kafka_dir/port")"
   controller_port="$(cat "$kafka_dir/controller_port")"
+  listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port"
+  advertised="PLAINTEXT://127.0.0.1:$port"
+  map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  if [[ "${1:-off}" == on ]]; then
+    local name upper address
+    for name in "${kafka_secure_listeners[@]}"; do
+      upper="${name^^}"
+      address="$upper://127.0.0.1:$(cat "$kafka_dir/${name}_port")"
+      listeners+=",$address"
+      advertised+=",$address"
+      map+=",$upper:$upper"
+    done
+    local plain="org.apache.kafka.common.security.plain.PlainLoginModule required"
+    plain+=" user_$kafka_sasl_user=\"$kafka_sasl_password\";"
+    local scram="org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    secure="# The secure listeners (TLS material in $tls_dir).
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$tls_dir/server.p12
+ssl.keystore.password=$tls_store_password
+ssl.truststore.type=PEM
+ssl.truststore.location=$tls_dir/ca.pem
+listener.name.ssl.ssl.client.auth=required"
+    for name in sasl_ssl sasl_plaintext; do
+      secure+="
+listener.name.$name.plain.sasl.jaas.config=$plain
+listener.name.$name.scram-sha-256.sasl.jaas.config=$scram
+listener.name.$name.scram-sha-512.sasl.jaas.config=$scram"
+    done
+  fi
   cat >"$kafka_dir/server.properties" <<PROPERTIES
 # Written by scripts/test-servers.sh: one KRaft node, broker and controller, on loopback.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$controller_port
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=$listeners
+advertised.listeners=$advertised
+listener.security.protocol.map=$map
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$kafka_dir/data
@@ -322,7 +554,26 @@ num.recovery.threads.per.data.dir=1
 log.retention.hours=24
 log.segment.delete.delay.ms=1000
 log.segment.bytes=268435456
+$secure
 PROPERTIES
+}
+
+# Stores the SCRAM credentials of user bizon in the cluster metadata (kafka-configs), once per
+# storage directory; the broker must be running.
+kafka_scram_users() {
+  [[ "$(cat "$kafka_dir/scram_users" 2>/dev/null)" == "$kafka_sasl_user" ]] && return 0
+  local mechanism
+  : >"$kafka_dir/logs/scram.log"
+  # One mechanism per request: the broker refuses two changes of one user's credentials in one.
+  for mechanism in SCRAM-SHA-256 SCRAM-SHA-512; do
+    "$(kafka_java)" -Xmx256m -XX:TieredStopAtLevel=1 -cp "$kafka_home/libs/*" \
+      -Dlog4j2.configurationFile="$root/scripts/kafka/log4j2.xml" \
+      -Dkafka.logs.dir="$kafka_dir/logs" kafka.admin.ConfigCommand \
+      --bootstrap-server "127.0.0.1:$(kafka_port)" --alter \
+      --add-config "$mechanism=[password=$kafka_sasl_password]" --entity-type users \
+      --entity-name "$kafka_sasl_user" >>"$kafka_dir/logs/scram.log" 2>&1 || return 1
+  done
+  echo "$kafka_sasl_user" >"$kafka_dir/scram_users"
 }
 
 # A first start: ports, config, and a storage directory formatted with a new cluster id.
@@ -334,7 +585,7 @@ kafka_init() {
   controller_port="$(free_port_from $((port + 1)))"
   echo "$port" >"$kafka_dir/port"
   echo "$controller_port" >"$kafka_dir/controller_port"
-  kafka_write_config
+  kafka_write_config off
   # A Kafka Uuid: 16 random bytes in unpadded URL-safe base64 that does not start with '-'.
   cluster_id="$(python3 -c 'import base64, os
 while True:
@@ -349,25 +600,11 @@ while True:
     { cat "$kafka_dir/format.log" >&2; die "kafka: formatting the storage failed"; }
 }
 
-kafka_start() {
-  if kafka_running; then
-    return
-  fi
-  kafka_fetch
-  [[ -f "$kafka_dir/data/meta.properties" ]] || kafka_init
-  local port controller_port pid started=$SECONDS
+# Launches the broker and waits until it serves metadata. Returns 1 when it exited during startup
+# (after showing its log), dies when it is still not ready after 60 s.
+kafka_launch() {
+  local port pid started=$SECONDS
   port="$(kafka_port)"
-  controller_port="$(cat "$kafka_dir/controller_port")"
-  if ! port_is_free "$port" || ! port_is_free "$controller_port"; then
-    # Someone else took a port since the last start: move to free ones (the quorum is static and
-    # read from server.properties, so the data stays valid).
-    port="$(free_port_from "$port")"
-    controller_port="$(free_port_from $((port + 1)))"
-    echo "$port" >"$kafka_dir/port"
-    echo "$controller_port" >"$kafka_dir/controller_port"
-    kafka_write_config
-  fi
-  log "kafka: starting $kafka_version on 127.0.0.1:$port"
   mkdir -p "$kafka_dir/logs"
   # setsid + nohup: the broker outlives this script and the test process that ran it, and holds
   # none of their file descriptors (a caller reading our stdout would otherwise wait for it).
@@ -381,7 +618,7 @@ kafka_start() {
   while ! python3 "$root/scripts/kafka/ready.py" "$port" 2>/dev/null; do
     if ! kill -0 "$pid" 2>/dev/null; then
       tail -n 30 "$kafka_dir/logs/stdout.log" "$kafka_dir/logs/server.log" >&2 || true
-      die "kafka: the broker exited during startup"
+      return 1
     fi
     if ((SECONDS - started > 60)); then
       tail -n 30 "$kafka_dir/logs/server.log" >&2 || true
@@ -391,6 +628,48 @@ kafka_start() {
     sleep 0.3
   done
   log "kafka: ready after $((SECONDS - started)) s"
+}
+
+kafka_start() {
+  if kafka_running; then
+    return
+  fi
+  kafka_fetch
+  [[ -f "$kafka_dir/data/meta.properties" ]] || kafka_init
+  local port controller_port
+  port="$(kafka_port)"
+  controller_port="$(cat "$kafka_dir/controller_port")"
+  if ! port_is_free "$port" || ! port_is_free "$controller_port"; then
+    # Someone else took a port since the last start: move to free ones (the quorum is static and
+    # read from server.properties, so the data stays valid).
+    port="$(free_port_from "$port")"
+    controller_port="$(free_port_from $((port + 1)))"
+    echo "$port" >"$kafka_dir/port"
+    echo "$controller_port" >"$kafka_dir/controller_port"
+  fi
+  rm -f "$kafka_dir/secure"
+  local secure=off
+  if tls_make; then
+    kafka_secure_ports
+    secure=on
+  fi
+  kafka_write_config "$secure"
+  log "kafka: starting $kafka_version on 127.0.0.1:$port (TLS/SASL listeners $secure)"
+  if ! kafka_launch; then
+    [[ "$secure" == on ]] || die "kafka: the broker exited during startup"
+    log "kafka: the broker exited during startup with the TLS/SASL listeners (above); starting it without them"
+    secure=off
+    kafka_write_config off
+    kafka_launch || die "kafka: the broker exited during startup"
+  fi
+  if [[ "$secure" == on ]]; then
+    if kafka_scram_users; then
+      echo on >"$kafka_dir/secure"
+    else
+      tail -n 20 "$kafka_dir/logs/scram.log" >&2 || true
+      log "kafka: could not store the SCRAM credentials (above): no TLS/SASL settings"
+    fi
+  fi
 }
 
 kafka_stop() {
@@ -411,6 +690,13 @@ kafka_restart() {
 kafka_env() {
   kafka_running || return 0
   echo "export BIZON_KAFKA_BOOTSTRAP=127.0.0.1:$(kafka_port)"
+  [[ "$(cat "$kafka_dir/secure" 2>/dev/null)" == on ]] || return 0
+  local name
+  for name in "${kafka_secure_listeners[@]}"; do
+    echo "export BIZON_KAFKA_${name^^}_BOOTSTRAP=127.0.0.1:$(cat "$kafka_dir/${name}_port")"
+  done
+  echo "export BIZON_KAFKA_SASL_USER=$kafka_sasl_user"
+  echo "export BIZON_KAFKA_SASL_PASSWORD=$kafka_sasl_password"
 }
 
 # ------------------------------------------------------------------------------------------------
@@ -420,6 +706,9 @@ kafka_env() {
 # else can clash with it. No plugins (so no management listener). User bizon / password bizon,
 # created by the node's first boot; a run as root runs the node as root (the real scripts under
 # /usr/lib/rabbitmq/bin; Debian's wrappers in /usr/sbin would switch to the rabbitmq user).
+# With the TLS material (above), also an AMQPS listener on the next free port that requires a
+# client certificate from the test CA (BIZON_RABBITMQ_TLS_PORT); the user still logs in with its
+# password over it.
 
 rabbitmq_user_name=bizon
 rabbitmq_password=bizon
@@ -510,24 +799,28 @@ CONF
   log "rabbitmq: new node $rabbitmq_node in $rabbitmq_dir (port $port, dist $dist_port, epmd $epmd_port)"
 }
 
-rabbitmq_start() {
-  if rabbitmq_running; then
-    return
-  fi
-  local bin pid launcher started=$SECONDS
+# Rewrites the TLS part at the end of rabbitmq.conf: with $1 = on, the AMQPS listener on the
+# port in $rabbitmq_dir/tls_port; with off, none.
+rabbitmq_configure_tls() {
+  sed -i '/^# --- TLS listener (scripts\/test-servers.sh) ---$/,$d' "$rabbitmq_dir/rabbitmq.conf"
+  [[ "$1" == on ]] || return 0
+  cat >>"$rabbitmq_dir/rabbitmq.conf" <<CONF
+# --- TLS listener (scripts/test-servers.sh) ---
+listeners.ssl.default = 127.0.0.1:$(rabbitmq_setting tls_port)
+ssl_options.cacertfile = $tls_dir/ca.pem
+ssl_options.certfile = $tls_dir/server.pem
+ssl_options.keyfile = $tls_dir/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = true
+CONF
+}
+
+# Launches the node and waits for its boot. Returns 1 when it exited during startup (after
+# showing its log), dies when it is not listening after 60 s.
+rabbitmq_launch() {
+  local bin pid launcher port started=$SECONDS
   bin="$(rabbitmq_bin)"
-  [[ -f "$rabbitmq_dir/rabbitmq.conf" ]] || rabbitmq_init
-  local port dist_port
   port="$(rabbitmq_setting port)"
-  dist_port="$(rabbitmq_setting dist_port)"
-  if ! port_is_free "$port" || ! port_is_free "$dist_port"; then
-    # Someone else took a port since the last start: move to free ones (the data stays valid).
-    port="$(free_port_from "$port")"
-    dist_port="$(free_port_from $((port + 1)))"
-    echo "$port" >"$rabbitmq_dir/port"
-    echo "$dist_port" >"$rabbitmq_dir/dist_port"
-  fi
-  log "rabbitmq: starting $rabbitmq_node on 127.0.0.1:$port"
   # setsid + nohup: the node outlives this script and holds none of its file descriptors.
   ERL_CRASH_DUMP="$rabbitmq_dir/log/erl_crash.dump" rabbitmq_with_env setsid nohup \
     "$bin/rabbitmq-server" </dev/null >"$rabbitmq_dir/log/startup.log" 2>&1 &
@@ -542,7 +835,8 @@ rabbitmq_start() {
       fi
     elif ! kill -0 "$launcher" 2>/dev/null; then
       tail -n 30 "$rabbitmq_dir/log/startup.log" >&2 || true
-      die "rabbitmq: the node exited during startup"
+      rm -f "$rabbitmq_dir/node.pid" "$rabbitmq_dir/rabbitmq.pid"
+      return 1
     fi
     if ((SECONDS - started > 60)); then
       tail -n 30 "$rabbitmq_dir/log/startup.log" "$rabbitmq_dir/log/$rabbitmq_node.log" >&2 || true
@@ -553,6 +847,52 @@ rabbitmq_start() {
   rabbitmq_ctl await_startup --timeout 60 >/dev/null 2>"$rabbitmq_dir/log/await.log" ||
     { cat "$rabbitmq_dir/log/await.log" >&2; die "rabbitmq: the node did not finish its boot"; }
   log "rabbitmq: ready after $((SECONDS - started)) s"
+}
+
+rabbitmq_start() {
+  if rabbitmq_running; then
+    return
+  fi
+  [[ -f "$rabbitmq_dir/rabbitmq.conf" ]] || rabbitmq_init
+  local port dist_port tls_port
+  port="$(rabbitmq_setting port)"
+  dist_port="$(rabbitmq_setting dist_port)"
+  if ! port_is_free "$port" || ! port_is_free "$dist_port"; then
+    # Someone else took a port since the last start: move to free ones (the data stays valid).
+    port="$(free_port_from "$port")"
+    dist_port="$(free_port_from $((port + 1)))"
+    echo "$port" >"$rabbitmq_dir/port"
+    echo "$dist_port" >"$rabbitmq_dir/dist_port"
+  fi
+  rm -f "$rabbitmq_dir/tls"
+  local tls=off
+  if tls_make; then
+    tls=on
+    tls_port="$(rabbitmq_setting tls_port)"
+    if [[ -z "$tls_port" ]] || ! port_is_free "$tls_port" ||
+      [[ "$tls_port" == "$port" || "$tls_port" == "$dist_port" ]]; then
+      local highest
+      highest="$(printf '%s\n' "$port" "$dist_port" "$(rabbitmq_setting epmd_port)" | sort -n | tail -n 1)"
+      tls_port="$(free_port_from $((highest + 1)))"
+      echo "$tls_port" >"$rabbitmq_dir/tls_port"
+    fi
+  fi
+  rabbitmq_configure_tls "$tls"
+  log "rabbitmq: starting $rabbitmq_node on 127.0.0.1:$port (TLS listener $tls)"
+  if ! rabbitmq_launch; then
+    [[ "$tls" == on ]] || die "rabbitmq: the node exited during startup"
+    log "rabbitmq: the node exited during startup with the TLS listener (above); starting it without"
+    tls=off
+    rabbitmq_configure_tls off
+    rabbitmq_launch || die "rabbitmq: the node exited during startup"
+  fi
+  if [[ "$tls" == on ]]; then
+    if port_is_free "$(rabbitmq_setting tls_port)"; then
+      log "rabbitmq: nothing listens on the TLS port $(rabbitmq_setting tls_port) (see $rabbitmq_dir/log): no TLS settings"
+    else
+      echo on >"$rabbitmq_dir/tls"
+    fi
+  fi
 }
 
 # Stops the node (SIGTERM: a clean shutdown, as `rabbitmqctl stop` does, without a CLI VM).
@@ -586,6 +926,8 @@ rabbitmq_env() {
   echo "export BIZON_RABBITMQ_PORT=$(rabbitmq_setting port)"
   echo "export BIZON_RABBITMQ_USER=$rabbitmq_user_name"
   echo "export BIZON_RABBITMQ_PASSWORD=$rabbitmq_password"
+  [[ "$(rabbitmq_setting tls)" == on ]] || return 0
+  echo "export BIZON_RABBITMQ_TLS_PORT=$(rabbitmq_setting tls_port)"
 }
 
 # ------------------------------------------------------------------------------------------------
@@ -789,6 +1131,7 @@ case "$command" in
     for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
     ((failed == 0)) || die "start failed (see above)"
     for server in "${selected[@]}"; do "${server}_env"; done
+    tls_env
     ;;
   stop)
     for server in "${selected[@]}"; do "${server}_stop"; done
@@ -798,6 +1141,7 @@ case "$command" in
     ;;
   env)
     for server in "${selected[@]}"; do "${server}_env"; done
+    tls_env
     ;;
   status)
     for server in "${selected[@]}"; do "${server}_running" || exit 1; done
