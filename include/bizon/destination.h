@@ -1,7 +1,8 @@
 // The destination contract: what a connector implements to receive records.
 //
 // Lifecycle, from the consumer's single thread: Open() once, Write() for every flush of the
-// engine's buffer, Finalize() once after the last flush of a successful run, then
+// engine's buffer (or, for a destination that CanAppend(), Append() for every batch as it arrives
+// and Sync() at every flush), Finalize() once after the last flush of a successful run, then
 // OnJobSucceeded() once the backend has recorded the success. A run that fails never calls
 // Finalize(), so nothing partial is published.
 #pragma once
@@ -44,6 +45,25 @@ class Destination {
   /// source id and timestamp, payload). Rows must be durable when it returns. The returned value
   /// is recorded with the destination cursor and handed back to Open() on resume.
   virtual Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) = 0;
+
+  /// True for a destination that can take rows as they arrive and make them durable later (a
+  /// file it appends to). The consumer then hands every batch to Append() at once, without
+  /// holding buffer_size bytes of records in memory, and calls Sync() where it would have called
+  /// Write(): `buffer_size` becomes the interval between durable points, not RAM.
+  virtual bool CanAppend() const { return false; }
+
+  /// Renders and writes `records` (not necessarily durable yet). Only when CanAppend().
+  virtual Status Append(const RecordBatch& records, int64_t loaded_at_us) {
+    (void)records;
+    (void)loaded_at_us;
+    return Status(StatusCode::kUnimplemented, "this destination cannot append");
+  }
+
+  /// Makes every row Append() took durable and returns what Write() would: the state recorded
+  /// with the destination cursor and handed back to Open() on resume. Only when CanAppend().
+  virtual Result<Value> Sync() {
+    return Fail(Status(StatusCode::kUnimplemented, "this destination cannot append"));
+  }
 
   /// Publishes what the run staged (rename, append, table swap). Must be idempotent: it may run
   /// again after a crash between Finalize() and OnJobSucceeded().

@@ -12,9 +12,13 @@
 namespace bizon {
 namespace {
 
-/// Rows waiting to be written, with the iteration range and pagination they cover.
+/// Rows waiting to be written (or, for a destination that appends, written but not yet durable),
+/// with the iteration range and pagination they cover.
 struct Buffer {
   RecordBatch records;
+  /// Rows and payload bytes handed to Destination::Append() since the last Sync().
+  int64_t appended_rows = 0;
+  int64_t appended_bytes = 0;
   int64_t from_iteration = -1;
   int64_t to_iteration = -1;
   Value pagination = Value::EmptyMap();
@@ -23,6 +27,7 @@ struct Buffer {
   bool empty() const { return from_iteration < 0; }
   void Clear() {
     records.Clear();
+    appended_rows = appended_bytes = 0;
     from_iteration = to_iteration = -1;
     pagination = Value::EmptyMap();
     first_added_us = 0;
@@ -40,7 +45,8 @@ class Consumer {
         progress_(settings.key.source_name + "." + settings.key.stream_name,
                   plan.job.total_records_to_fetch, plan.rows_already_written),
         destination_state_(plan.destination_state),
-        transforms_(transforms) {}
+        transforms_(transforms),
+        appending_(destination.CanAppend()) {}
 
   ConsumerResult Run(MessageSource& source, const std::atomic<bool>& stop_requested);
 
@@ -50,7 +56,11 @@ class Consumer {
            static_cast<double>(now_us - buffer_.first_added_us) / 1e6 >=
                settings_.buffer_flush_timeout_s;
   }
+  /// Extends the buffer's iteration range and pagination to `message`.
+  void Cover(QueueMessage& message);
   void Add(QueueMessage& message);
+  /// Hands the message's records to the destination at once (CanAppend()); Flush() syncs them.
+  Status Append(QueueMessage& message);
   Status Flush();
   Status WriteOversized(QueueMessage& message);
   Status RecordCursor(int64_t from, int64_t to, int64_t rows, const Value& pagination,
@@ -70,15 +80,22 @@ class Consumer {
   /// cursor's state to Open(): a cursor without it would make Open() discard committed rows.
   Value destination_state_;
   TransformChain* transforms_;  // Null without transforms.
+  /// The destination takes rows as they arrive: nothing is held here, buffer_size is the interval
+  /// between durable points.
+  bool appending_;
 };
 
-void Consumer::Add(QueueMessage& message) {
+void Consumer::Cover(QueueMessage& message) {
   if (buffer_.empty()) {
     buffer_.from_iteration = message.iteration;
     buffer_.first_added_us = NowMicros();
   }
   buffer_.to_iteration = message.iteration;
   buffer_.pagination = std::move(message.next_pagination);
+}
+
+void Consumer::Add(QueueMessage& message) {
+  Cover(message);
   // The first batch is taken as it is, unless the buffer kept room from earlier flushes: then it
   // is copied in, so the buffer grows once per run rather than once per flush.
   if (buffer_.records.empty() &&
@@ -87,6 +104,14 @@ void Consumer::Add(QueueMessage& message) {
   } else {
     buffer_.records.AppendRange(message.records, 0, message.records.size());
   }
+}
+
+Status Consumer::Append(QueueMessage& message) {
+  Cover(message);
+  buffer_.appended_rows += static_cast<int64_t>(message.records.size());
+  buffer_.appended_bytes += static_cast<int64_t>(message.records.PayloadBytes());
+  return destination_.Append(message.records, NowMicros())
+      .WithFailureClass(FailureClass::kDestination);
 }
 
 Status Consumer::RecordCursor(int64_t from, int64_t to, int64_t rows, const Value& pagination,
@@ -113,9 +138,10 @@ Status Consumer::Flush() {
   if (buffer_.empty()) return Status::Ok();
   spdlog::debug("Writing in destination {} from source iteration {} to {}",
                 settings_.destination_name, buffer_.from_iteration, buffer_.to_iteration);
-  Result<Value> state = destination_.Write(buffer_.records, NowMicros());
+  Result<Value> state =
+      appending_ ? destination_.Sync() : destination_.Write(buffer_.records, NowMicros());
   if (!state) return state.error().WithFailureClass(FailureClass::kDestination);
-  int64_t rows = static_cast<int64_t>(buffer_.records.size());
+  int64_t rows = static_cast<int64_t>(appending_ ? buffer_.appended_rows : buffer_.records.size());
   destination_state_ = std::move(*state);
   BIZON_RETURN_IF_ERROR(RecordCursor(buffer_.from_iteration, buffer_.to_iteration, rows,
                                      buffer_.pagination, destination_state_));
@@ -267,7 +293,13 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
     }
     Status status;
     int64_t size = static_cast<int64_t>(message.records.PayloadBytes());
-    if (settings_.buffer_bytes == 0) {
+    if (appending_) {
+      status = Append(message);
+      if (status.ok() && (settings_.buffer_bytes == 0 || IsRipe(NowMicros()) ||
+                          buffer_.appended_bytes >= settings_.buffer_bytes)) {
+        status = Flush();
+      }
+    } else if (settings_.buffer_bytes == 0) {
       Add(message);
       status = Flush();
     } else if (size > settings_.buffer_bytes) {

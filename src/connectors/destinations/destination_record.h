@@ -2,8 +2,12 @@
 // bizon_id, bizon_extracted_at, bizon_loaded_at, source_record_id, source_timestamp, source_data.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <random>
 #include <string>
+#include <string_view>
 
 #include "bizon/record_batch.h"
 #include "bizon/status.h"
@@ -17,6 +21,30 @@ void AppendRfc3339(std::string& out, int64_t micros);
 /// Appends record `i` of `batch` as a destination record (no trailing newline).
 void AppendDestinationRecord(std::string& out, const RecordBatch& batch, size_t i,
                              int64_t loaded_at_us);
+
+/// Appends `text` as a JSON string (quotes included), escaped as AppendJsonString does, eight
+/// bytes at a time over runs that need no escape.
+void AppendJsonStringFast(std::string& out, std::string_view text);
+
+/// Writes destination records straight into an output buffer, one pass per field: the record is
+/// laid out in place (the buffer grows at most once per record, by a bound on its length), the
+/// uuid comes from the writer's own generator, and `source_data` is escaped eight bytes at a
+/// time. What a destination that renders many records uses; one writer per thread.
+class DestinationRecordWriter {
+ public:
+  DestinationRecordWriter();
+
+  /// Call once per batch before Append(): a forked child reseeds, so as not to repeat its
+  /// parent's ids.
+  void StartBatch();
+  /// Appends record `i` of `batch` (no trailing newline), the same bytes as
+  /// AppendDestinationRecord.
+  void Append(std::string& out, const RecordBatch& batch, size_t i, int64_t loaded_at_us);
+
+ private:
+  std::mt19937_64 random_;
+  pid_t seeded_for_;
+};
 
 /// `id` between single quotes, with the backslash, the quote and every control character escaped
 /// (\n, \r, \t, \xNN): how an error or a log line shows an id that may come from data, so that

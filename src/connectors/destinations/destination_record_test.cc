@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "bizon/clock.h"
+#include "bizon/value.h"
 
 namespace bizon {
 namespace {
@@ -43,6 +45,77 @@ TEST(NewUuidHexTest, IsVersion4Hex) {
   EXPECT_EQ(id[12], '4');
   EXPECT_NE(std::string("89ab").find(id[16]), std::string::npos);
   EXPECT_NE(NewUuidHex(), id);
+}
+
+TEST(AppendJsonStringFastTest, MatchesAppendJsonStringAtEveryOffsetOfAWord) {
+  // Every byte that needs an escape, at every position around the eight-byte steps, between
+  // plain ASCII and multi-byte UTF-8.
+  std::string specials = "\"\\\n\r\t\b\f";
+  specials.push_back('\0');
+  specials.push_back('\x1f');
+  specials.push_back('\x01');
+  for (char special : specials) {
+    for (size_t length = 0; length < 20; ++length) {
+      for (size_t at = 0; at <= length; ++at) {
+        std::string text(length, 'a');
+        text.insert(at, 1, special);
+        text += "é日本\x7f ";
+        std::string expected;
+        AppendJsonString(expected, text);
+        std::string got = "prefix";
+        AppendJsonStringFast(got, text);
+        ASSERT_EQ(got, "prefix" + expected) << "length " << length << " at " << at;
+      }
+    }
+  }
+  std::string empty;
+  AppendJsonStringFast(empty, "");
+  EXPECT_EQ(empty, "\"\"");
+}
+
+TEST(DestinationRecordWriterTest, WritesTheDestinationRecordFieldByField) {
+  RecordBatch batch;
+  std::string payload =
+      R"({"id":1,"text":"a \"quoted\" line\n","padding":"xxxxxxxxxxxxxxxxxxxxx"})";
+  batch.Add("partition_0_offset_7", payload, 1'706'702'400'123'456);
+  batch.Add("with \"quote\"", "{}", -1);
+  batch.SetExtractedAt(1'706'702'401'000'000);
+  DestinationRecordWriter writer;
+  writer.StartBatch();
+  std::string out = "earlier line\n";
+  writer.Append(out, batch, 0, 1'706'702'402'000'001);
+  out.push_back('\n');
+  writer.Append(out, batch, 1, 1'706'702'402'000'001);
+  ASSERT_TRUE(out.starts_with("earlier line\n"));
+  std::string_view lines = std::string_view(out).substr(13);
+  size_t newline = lines.find('\n');
+  ASSERT_NE(newline, std::string_view::npos);
+  for (auto [line, id, data, timestamp] :
+       {std::tuple{lines.substr(0, newline), std::string("partition_0_offset_7"), payload,
+                   std::string("2024-01-31T12:00:00.123456+00:00")},
+        std::tuple{lines.substr(newline + 1), std::string("with \"quote\""), std::string("{}"),
+                   std::string("1969-12-31T23:59:59.999999+00:00")}}) {
+    auto parsed = Value::FromJson(line);
+    ASSERT_TRUE(parsed.has_value()) << line;
+    std::string uuid = parsed->GetString("bizon_id");
+    ASSERT_EQ(uuid.size(), 32u) << line;
+    EXPECT_EQ(uuid.find_first_not_of("0123456789abcdef"), std::string::npos);
+    EXPECT_EQ(uuid[12], '4');
+    // The layout the original writes, built with the plain (byte at a time) JSON escaper.
+    std::string reference =
+        R"({"bizon_id":")" + uuid + R"(","bizon_extracted_at":"2024-01-31T12:00:01+00:00",)" +
+        R"("bizon_loaded_at":"2024-01-31T12:00:02.000001+00:00",)" + R"("source_record_id":)";
+    AppendJsonString(reference, id);
+    reference += R"(,"source_timestamp":")" + timestamp + R"(","source_data":)";
+    AppendJsonString(reference, data);
+    reference += "}";
+    EXPECT_EQ(std::string(line), reference);
+    EXPECT_EQ(parsed->GetString("source_record_id"), id);
+    EXPECT_EQ(parsed->GetString("source_data"), data);
+    EXPECT_EQ(parsed->GetString("source_timestamp"), timestamp);
+    EXPECT_EQ(parsed->GetString("bizon_extracted_at"), "2024-01-31T12:00:01+00:00");
+    EXPECT_EQ(parsed->GetString("bizon_loaded_at"), "2024-01-31T12:00:02.000001+00:00");
+  }
 }
 
 TEST(QuoteDestinationIdTest, EscapesControlCharactersQuotesAndBackslashes) {

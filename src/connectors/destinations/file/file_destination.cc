@@ -212,6 +212,7 @@ Status FileDestination::Track(const std::string& destination_id) {
     SyncDirectoryOf(StagingPath(destination_id));  // The new file's entry must survive too.
   }
   lengths_[destination_id] = start;
+  synced_lengths_[destination_id] = start;
   return Status::Ok();
 }
 
@@ -253,6 +254,7 @@ Status FileDestination::Open(const Value& resume_state) {
       const Value* length = committed != nullptr ? committed->Find(id) : nullptr;
       int64_t target = length != nullptr ? length->AsInteger() : start;
       lengths_[id] = target;
+      synced_lengths_[id] = target;
       std::string staging = StagingPath(id);
       if (published_ && sync_.sync_mode == SyncMode::kFullRefresh &&
           !std::filesystem::exists(staging)) {
@@ -358,44 +360,134 @@ Status FileDestination::AppendUnnested(std::string& out, std::string_view destin
   return Status::Ok();
 }
 
-Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
-  // Group lines by target file, keeping the order of first appearance. The buffers are kept
-  // between writes: allocating a fresh one of buffer_size bytes per write made the kernel map
-  // and zero it again every time, the largest cost of a fast source.
-  for (auto& [name, text] : outputs_) text.clear();
-  auto output_for = [&](std::string_view id) -> Result<std::string*> {
-    for (auto& [name, text] : outputs_) {
-      if (name == id) return &text;
+FileDestination::~FileDestination() { CloseOutputs(); }
+
+void FileDestination::CloseOutputs() {
+  for (Output& output : outputs_) {
+    if (output.fd >= 0) ::close(output.fd);
+    output.fd = -1;
+  }
+  outputs_.clear();
+}
+
+Result<FileDestination::Output*> FileDestination::OutputFor(std::string_view destination_id) {
+  for (Output& output : outputs_) {
+    if (output.destination_id == destination_id) return &output;
+  }
+  std::string path = StagingPath(destination_id);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Fail(IoError("cannot open", path));
+  outputs_.push_back({.destination_id = std::string(destination_id), .fd = fd});
+  outputs_.back().pending.reserve(kChunkBytes + (kChunkBytes >> 2));
+  return &outputs_.back();
+}
+
+Status FileDestination::TrackNewIds(const RecordBatch& records) {
+  std::vector<std::string_view> fresh;
+  auto note = [&](std::string_view id) -> Status {
+    if (lengths_.contains(id)) return Status::Ok();
+    for (std::string_view seen : fresh) {
+      if (seen == id) return Status::Ok();
     }
-    // Checked before anything of this write reaches a file: a refused id fails the run with
+    // Checked before anything of this batch reaches a file: a refused id fails the run with
     // nothing of its batch written, and no file outside the working directory ever opened.
-    if (!lengths_.contains(id)) BIZON_RETURN_IF_ERROR(CheckNewDestinationId(id));
-    outputs_.emplace_back(std::string(id), std::string());
-    outputs_.back().second.reserve(records.PayloadBytes() * 2 + records.size() * 240);
-    return &outputs_.back().second;
+    BIZON_RETURN_IF_ERROR(CheckNewDestinationId(id));
+    fresh.push_back(id);
+    return Status::Ok();
   };
+  if (!records.has_destination_ids()) {
+    if (!records.empty()) BIZON_RETURN_IF_ERROR(note(default_destination_id_));
+  } else {
+    for (size_t i = 0; i < records.size(); ++i) {
+      std::string_view id = records.destination_id(i);
+      BIZON_RETURN_IF_ERROR(note(id.empty() ? std::string_view(default_destination_id_) : id));
+    }
+  }
+  for (std::string_view id : fresh) BIZON_RETURN_IF_ERROR(Track(std::string(id)));
+  return Status::Ok();
+}
+
+Status FileDestination::WriteOut(Output& output) {
+  std::string_view data = output.pending;
+  while (!data.empty()) {
+    ssize_t written = ::write(output.fd, data.data(), data.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return IoError("cannot write", StagingPath(output.destination_id));
+    }
+    data.remove_prefix(static_cast<size_t>(written));
+  }
+  lengths_[output.destination_id] += static_cast<int64_t>(output.pending.size());
+  output.unsynced = output.unsynced || !output.pending.empty();
+  output.pending.clear();
+  return Status::Ok();
+}
+
+Status FileDestination::AppendRecords(const RecordBatch& records, int64_t loaded_at_us) {
+  BIZON_RETURN_IF_ERROR(TrackNewIds(records));
+  writer_.StartBatch();
+  Output* output = nullptr;  // Of the previous record: consecutive records mostly share it.
   for (size_t i = 0; i < records.size(); ++i) {
     std::string_view id = records.destination_id(i);
     if (id.empty()) id = default_destination_id_;
-    BIZON_ASSIGN_OR_RETURN(std::string * output, output_for(id));
-    std::string& out = *output;
+    if (output == nullptr || output->destination_id != id) {
+      BIZON_ASSIGN_OR_RETURN(output, OutputFor(id));
+    }
+    std::string& out = output->pending;
     if (unnest_) {
       BIZON_RETURN_IF_ERROR(AppendUnnested(out, id, records.payload(i), records.id(i)));
     } else {
-      AppendDestinationRecord(out, records, i, loaded_at_us);
+      writer_.Append(out, records, i, loaded_at_us);
     }
     out.push_back('\n');
+    if (out.size() >= kChunkBytes) BIZON_RETURN_IF_ERROR(WriteOut(*output));
   }
-  for (const auto& [id, text] : outputs_) {
-    if (text.empty()) continue;  // A file of an earlier write that this one did not touch.
-    if (!lengths_.contains(id)) BIZON_RETURN_IF_ERROR(Track(id));
-    BIZON_RETURN_IF_ERROR(AppendDurably(StagingPath(id), text));
-    lengths_[id] += static_cast<int64_t>(text.size());
+  return Status::Ok();
+}
+
+void FileDestination::CutBackToSynced() {
+  for (Output& output : outputs_) {
+    output.pending.clear();
+    auto synced = synced_lengths_.find(output.destination_id);
+    if (synced == synced_lengths_.end()) continue;
+    if (::ftruncate(output.fd, synced->second) != 0) {
+      spdlog::warn("File destination: cannot cut {} back to {} bytes: {}",
+                   StagingPath(output.destination_id), synced->second, std::strerror(errno));
+    }
+    lengths_[output.destination_id] = synced->second;
   }
+}
+
+Status FileDestination::Append(const RecordBatch& records, int64_t loaded_at_us) {
+  Status appended = AppendRecords(records, loaded_at_us);
+  if (!appended.ok()) CutBackToSynced();
+  return appended;
+}
+
+Result<Value> FileDestination::Sync() {
+  for (Output& output : outputs_) {
+    if (Status written = WriteOut(output); !written.ok()) {
+      CutBackToSynced();
+      return Fail(written);
+    }
+    if (!output.unsynced) continue;
+    if (::fsync(output.fd) != 0)
+      return Fail(IoError("cannot fsync", StagingPath(output.destination_id)));
+    output.unsynced = false;
+  }
+  synced_lengths_ = lengths_;
   return CurrentState();
 }
 
+Result<Value> FileDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
+  BIZON_RETURN_IF_ERROR(Append(records, loaded_at_us));
+  return Sync();
+}
+
 Status FileDestination::Finalize() {
+  // Whatever was appended is durable before anything is published.
+  if (auto synced = Sync(); !synced) return synced.error();
+  CloseOutputs();
   if (sync_.sync_mode == SyncMode::kFullRefresh && !published_) {
     // Recorded before the first rename: a resume after it must not expect the staging files.
     published_ = true;

@@ -5,12 +5,16 @@
 // `_incremental.json` and appends it to the main file at Finalize(); a stream run appends to the
 // main file directly.
 //
-// Exactly-once: every Write() fsyncs and returns the byte length of each file it touched; the
+// Rows stream to disk: Append() renders each batch into a small buffer per file and writes it
+// out as it fills (the engine holds no buffer_size of records for this destination), and Sync()
+// (or Write(), which is Append() then Sync()) fsyncs.
+//
+// Exactly-once: every Sync() fsyncs and returns the byte length of each file it touched; the
 // engine records that with the destination cursor in the same backend commit that advances the
-// cursor. On resume, Open() truncates each file back to the recorded length, discarding rows
-// written after the last commit, which the producer is about to fetch again. The append at
-// Finalize() is journalled (main length before the append) so that a crash half-way is redone,
-// not doubled.
+// cursor. A failed Append() cuts its files back to their length at the last Sync(). On resume,
+// Open() truncates each file back to the recorded length, discarding rows written after the last
+// commit, which the producer is about to fetch again. The append at Finalize() is journalled (main
+// length before the append) so that a crash half-way is redone, not doubled.
 //
 // A cursor only knows the files written up to it, so each job also keeps a manifest,
 // `<main file>.bizon-job`, naming every file the job has touched and its length when the job
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "connectors/destinations/destination_record.h"
 
 namespace bizon {
 
@@ -39,9 +44,15 @@ Status CheckFileDestinationId(std::string_view destination_id);
 class FileDestination final : public Destination {
  public:
   explicit FileDestination(const DestinationContext& context);
+  ~FileDestination() override;
+  FileDestination(const FileDestination&) = delete;
+  FileDestination& operator=(const FileDestination&) = delete;
 
   Status Open(const Value& resume_state) override;
   Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
+  bool CanAppend() const override { return true; }
+  Status Append(const RecordBatch& records, int64_t loaded_at_us) override;
+  Result<Value> Sync() override;
   Status Finalize() override;
   Status OnJobSucceeded() override;
 
@@ -52,6 +63,27 @@ class FileDestination final : public Destination {
   struct Column {
     std::string name;
   };
+  /// A file this job writes: its open descriptor and the rendered lines not yet written.
+  struct Output {
+    std::string destination_id;
+    int fd = -1;
+    std::string pending;
+    /// Bytes written since the last fsync.
+    bool unsynced = false;
+  };
+  /// Bytes rendered per file before they are written out.
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+  /// The output of `destination_id`, opening its staging file on first use.
+  Result<Output*> OutputFor(std::string_view destination_id);
+  /// Checks and tracks the ids of `records` this job has not written yet, all of them before
+  /// anything of the batch reaches a file.
+  Status TrackNewIds(const RecordBatch& records);
+  Status WriteOut(Output& output);
+  Status AppendRecords(const RecordBatch& records, int64_t loaded_at_us);
+  /// After a failed Append(): every file back to its length at the last Sync().
+  void CutBackToSynced();
+  void CloseOutputs();
 
   std::string MainPath(std::string_view destination_id) const;
   std::string StagingPath(std::string_view destination_id) const;
@@ -84,8 +116,11 @@ class FileDestination final : public Destination {
   /// refresh's Finalize() has started renaming.
   std::map<std::string, int64_t, std::less<>> starts_;
   bool published_ = false;
-  /// Lines of the current Write() by destination id, reused from one write to the next.
-  std::vector<std::pair<std::string, std::string>> outputs_;
+  /// `lengths_` at the last Sync() (or when the file was first tracked).
+  std::map<std::string, int64_t, std::less<>> synced_lengths_;
+  /// Open files, in order of first write; their buffers are reused from one batch to the next.
+  std::vector<Output> outputs_;
+  DestinationRecordWriter writer_;
 };
 
 }  // namespace bizon

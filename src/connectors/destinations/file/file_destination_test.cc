@@ -35,7 +35,8 @@ class FileDestinationTest : public ::testing::Test {
 
   std::unique_ptr<FileDestination> Make(
       SyncMode mode, const std::string& job_id,
-      std::function<Result<bool>(const std::string&)> job_abandoned = nullptr) {
+      std::function<Result<bool>(const std::string&)> job_abandoned = nullptr,
+      Value::Map extra_config = {}) {
     DestinationContext context;
     context.job_abandoned = std::move(job_abandoned);
     context.sync = {.name = "pipeline",
@@ -45,7 +46,9 @@ class FileDestinationTest : public ::testing::Test {
                     .sync_mode = mode,
                     .destination_name = "file",
                     .reset = false};
-    context.config = Value(Value::Map{{"destination_id", Value("out")}});
+    Value::Map config{{"destination_id", Value("out")}};
+    for (auto& entry : extra_config) config.push_back(std::move(entry));
+    context.config = Value(std::move(config));
     return std::make_unique<FileDestination>(context);
   }
 
@@ -340,6 +343,84 @@ TEST_F(FileDestinationTest, TwoIdsSharingAFileAreRefused) {
   ASSERT_FALSE(written.has_value());
   EXPECT_NE(written.error().message().find("'out_temp' and 'out'"), std::string::npos)
       << written.error().ToString();
+}
+
+TEST_F(FileDestinationTest, RowsAppendedAfterTheLastSyncAreCutBackOnResume) {
+  // Append() writes as it goes; only Sync() makes a point the cursor may record.
+  Value state;
+  {
+    auto crashed = Make(SyncMode::kFullRefresh, "job1");
+    ASSERT_OK(crashed->Open(Value()));
+    ASSERT_OK(crashed->Append(Batch(0, 2), NowMicros()));
+    auto synced = crashed->Sync();
+    ASSERT_TRUE(synced.has_value()) << synced.error().ToString();
+    state = *synced;
+    // Big enough to be written out (past the 1 MiB chunk), then the process dies unsynced.
+    RecordBatch big;
+    std::string padding(2000, 'x');
+    for (int i = 2; i < 1002; ++i) {
+      big.Add(std::to_string(i), R"({"padding":")" + padding + R"("})", NowMicros());
+    }
+    ASSERT_OK(crashed->Append(big, NowMicros()));
+    EXPECT_GT(Lines("out_temp.json"), 2);
+  }
+  auto resumed = Make(SyncMode::kFullRefresh, "job1");
+  ASSERT_OK(resumed->Open(state));
+  EXPECT_EQ(Lines("out_temp.json"), 2);
+  ASSERT_TRUE(resumed->Write(Batch(2, 1), NowMicros()).has_value());
+  ASSERT_OK(resumed->Finalize());
+  EXPECT_EQ(Lines("out.json"), 3);
+}
+
+TEST_F(FileDestinationTest, WritesSpanningManyChunksReportTheFileLength) {
+  auto destination = Make(SyncMode::kStream, "job1");
+  ASSERT_OK(destination->Open(Value()));
+  RecordBatch big;
+  std::string padding(1500, 'y');
+  for (int i = 0; i < 3000; ++i) {
+    big.Add(std::to_string(i), R"({"id":)" + std::to_string(i) + R"(,"p":")" + padding + R"("})",
+            NowMicros());
+  }
+  auto written = destination->Write(big, NowMicros());
+  ASSERT_TRUE(written.has_value()) << written.error().ToString();
+  EXPECT_EQ(Lines("out.json"), 3000);
+  EXPECT_EQ(written->Find("files")->GetInteger("out"),
+            static_cast<int64_t>(std::filesystem::file_size(Path("out.json"))));
+  std::string text = ReadFile("out.json");
+  EXPECT_NE(text.find(R"(\"id\":2999,)"), std::string::npos);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST_F(FileDestinationTest, AFailedAppendLeavesTheFileAtItsLastSync) {
+  Value::Map unnest{
+      {"unnest", Value(true)},
+      {"record_schemas",
+       Value(Value::List{Value(Value::Map{
+           {"destination_id", Value("out")},
+           {"record_schema", Value(Value::List{Value(Value::Map{{"name", Value("p")}})})}})})}};
+  auto destination = Make(SyncMode::kStream, "job1", nullptr, unnest);
+  ASSERT_OK(destination->Open(Value()));
+  RecordBatch first;
+  first.Add("0", R"({"p":"first"})", NowMicros());
+  auto synced = destination->Write(first, NowMicros());
+  ASSERT_TRUE(synced.has_value()) << synced.error().ToString();
+  int64_t length = static_cast<int64_t>(std::filesystem::file_size(Path("out.json")));
+  // More than a chunk of good records is written out before the bad one fails the batch.
+  RecordBatch bad;
+  std::string padding(2000, 'z');
+  for (int i = 1; i < 1001; ++i) bad.Add(std::to_string(i), R"({"p":")" + padding + R"("})", 0);
+  bad.Add("1001", "[1]", 0);
+  Status appended = destination->Append(bad, NowMicros());
+  ASSERT_FALSE(appended.ok());
+  EXPECT_NE(appended.message().find("record 1001 is not a JSON object"), std::string::npos)
+      << appended.ToString();
+  EXPECT_EQ(static_cast<int64_t>(std::filesystem::file_size(Path("out.json"))), length);
+  // The destination stays usable: the next batch lands after the synced rows.
+  auto next = destination->Write(first, NowMicros());
+  ASSERT_TRUE(next.has_value()) << next.error().ToString();
+  EXPECT_EQ(Lines("out.json"), 2);
+  EXPECT_EQ(next->Find("files")->GetInteger("out"),
+            static_cast<int64_t>(std::filesystem::file_size(Path("out.json"))));
 }
 
 }  // namespace

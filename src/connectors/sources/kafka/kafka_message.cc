@@ -68,6 +68,19 @@ int EscapedUnit(std::string_view text, size_t i) {
 bool IsHighSurrogate(int unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
 bool IsLowSurrogate(int unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
 
+/// Whether one of the eight bytes at `p` ends or escapes a JSON string, or is a control character.
+bool NeedsAttention(const char* p) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHighs = 0x8080808080808080ULL;
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  uint64_t quote = x ^ (kOnes * '"');
+  uint64_t backslash = x ^ (kOnes * '\\');
+  return (((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
+          ((backslash - kOnes) & ~backslash)) &
+         kHighs;
+}
+
 class JsonChecker {
  public:
   explicit JsonChecker(std::string_view text) : text_(text) {}
@@ -133,7 +146,8 @@ class JsonChecker {
   bool String() {
     ++pos_;  // Opening quote.
     while (pos_ < text_.size()) {
-      // Fast path over plain characters.
+      // Fast path over plain characters, eight at a time: none is '"', '\\' or below U+0020.
+      while (pos_ + 8 <= text_.size() && !NeedsAttention(text_.data() + pos_)) pos_ += 8;
       unsigned char c = static_cast<unsigned char>(text_[pos_]);
       if (c == '"') {
         ++pos_;

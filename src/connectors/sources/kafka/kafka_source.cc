@@ -100,6 +100,22 @@ MessagePtr PollUntil(rd_kafka_t* consumer, Clock::time_point deadline) {
   }
 }
 
+/// Up to `max` messages or events into `out`: everything already queued at once (one call into
+/// librdkafka for the lot), else the first to arrive before `deadline`. Empty once it passed.
+void NextMessages(rd_kafka_t* consumer, Clock::time_point deadline, size_t max,
+                  std::vector<MessagePtr>& out) {
+  out.clear();
+  thread_local std::vector<rd_kafka_message_t*> raw;
+  raw.resize(max);
+  rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(consumer);
+  ssize_t got = queue != nullptr ? rd_kafka_consume_batch_queue(queue, 0, raw.data(), max) : 0;
+  if (queue != nullptr) rd_kafka_queue_destroy(queue);
+  for (ssize_t i = 0; i < got; ++i) out.emplace_back(raw[static_cast<size_t>(i)]);
+  if (out.empty()) {
+    if (MessagePtr message = PollUntil(consumer, deadline)) out.push_back(std::move(message));
+  }
+}
+
 /// Calls `visit(name, value, size)` for every header of `message`.
 template <typename Visitor>
 void ForEachHeader(const rd_kafka_message_t& message, Visitor&& visit) {
@@ -117,6 +133,9 @@ std::string Excerpt(const void* data, size_t size) {
   if (data == nullptr) return "(none)";
   return BodyExcerpt(std::string_view(static_cast<const char*>(data), size), 200);
 }
+
+/// queued.max.messages.kbytes unless consumer_config sets it (librdkafka's default: 65536).
+constexpr const char* kDefaultPrefetchKbytes = "16384";
 
 /// Kafka's limit on a group.instance.id (as on a topic name).
 constexpr size_t kMaxInstanceIdSize = 249;
@@ -262,6 +281,12 @@ Status KafkaSource::CreateConsumer() {
   // that it caught up and may return before consumer_timeout.
   if (!HasSetting(options_.client_settings, "enable.partition.eof")) {
     rd_kafka_conf_set(conf, "enable.partition.eof", "true", error, sizeof(error));
+  }
+  // librdkafka prefetches up to 64 MiB by default, beside the engine's own queue: a prefetch of
+  // the order of one fetch response per partition keeps the broker busy at a fraction of that.
+  if (!HasSetting(options_.client_settings, "queued.max.messages.kbytes")) {
+    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", kDefaultPrefetchKbytes, error,
+                      sizeof(error));
   }
   rd_kafka_conf_set_opaque(conf, this);
   rd_kafka_conf_set_error_cb(conf, ErrorCallback);
@@ -774,33 +799,39 @@ Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
   auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
   int64_t consumed = 0;
   bool progressed = false;
-  while (consumed < options_.batch_size && !all_done()) {
-    MessagePtr message = PollUntil(consumer_, deadline);
-    if (message == nullptr) break;
-    auto state = bounded_.find(message->partition);
-    if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      if (state != bounded_.end() && !state->second.done()) {
-        // Offsets up to the end that never arrive as messages (transaction markers) count too.
-        state->second.to_fetch = std::max(state->second.to_fetch, message->offset);
-        if (state->second.done()) {
-          progressed = true;
-          finish(message->partition);
+  std::vector<MessagePtr> messages;
+  bool timed_out = false;
+  while (consumed < options_.batch_size && !all_done() && !timed_out) {
+    NextMessages(consumer_, deadline, static_cast<size_t>(options_.batch_size - consumed),
+                 messages);
+    timed_out = messages.empty();
+    for (MessagePtr& message : messages) {
+      auto state = bounded_.find(message->partition);
+      if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        if (state != bounded_.end() && !state->second.done()) {
+          // Offsets up to the end that never arrive as messages (transaction markers) count too.
+          state->second.to_fetch = std::max(state->second.to_fetch, message->offset);
+          if (state->second.done()) {
+            progressed = true;
+            finish(message->partition);
+          }
         }
+        continue;
       }
-      continue;
+      if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        BIZON_RETURN_IF_ERROR(HandleMessageError(*message));
+        continue;
+      }
+      if (state == bounded_.end() || state->second.done() ||
+          message->offset >= state->second.last) {
+        continue;
+      }
+      BIZON_RETURN_IF_ERROR(AddMessage(*message, iteration.records));
+      state->second.to_fetch = message->offset + 1;
+      progressed = true;
+      ++consumed;
+      if (state->second.done()) finish(state->first);
     }
-    if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      BIZON_RETURN_IF_ERROR(HandleMessageError(*message));
-      continue;
-    }
-    if (state == bounded_.end() || state->second.done() || message->offset >= state->second.last) {
-      continue;
-    }
-    BIZON_RETURN_IF_ERROR(AddMessage(*message, iteration.records));
-    state->second.to_fetch = message->offset + 1;
-    progressed = true;
-    ++consumed;
-    if (state->second.done()) finish(state->first);
   }
   BIZON_RETURN_IF_ERROR(CheckFatalError());
   if (all_done()) {
