@@ -63,6 +63,16 @@ void LogNotice(void* /*unused*/, const char* message) {
   spdlog::debug("PostgreSQL: {}", OneLine(message));
 }
 
+/// A TLS failure that retrying cannot mend: a certificate the other side does not accept, a
+/// key or certificate file libpq cannot use, or a server without TLS when sslmode requires it.
+bool IsTlsRefusal(const std::string& detail) {
+  for (const char* sign : {"certificate", "SSL error", "server does not support SSL",
+                           "private key file", "root certificate file", "unknown ca"}) {
+    if (detail.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 PgConnectionSettings PgSettingsFromConfig(const Value& config) {
@@ -75,7 +85,35 @@ PgConnectionSettings PgSettingsFromConfig(const Value& config) {
   settings.database = config.GetString("database");
   settings.user = config.GetString("username");
   settings.password = config.GetString("password");
+  settings.sslmode = config.GetString("sslmode");
+  settings.sslrootcert = config.GetString("sslrootcert");
+  settings.sslcert = config.GetString("sslcert");
+  settings.sslkey = config.GetString("sslkey");
   return settings;
+}
+
+std::vector<FieldSpec> PgTlsFields() {
+  auto path = [](std::string name, std::string description) {
+    return FieldSpec{
+        .name = std::move(name), .type = FieldType::kString, .description = std::move(description)};
+  };
+  return {
+      {.name = "sslmode",
+       .type = FieldType::kEnum,
+       .description = "TLS to the server, as libpq's sslmode: disable, allow, prefer, require, "
+                      "verify-ca (the certificate chains to sslrootcert) or verify-full (and "
+                      "names the host). Unset: libpq's default (PGSSLMODE, else prefer).",
+       .enum_values = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}},
+      path("sslrootcert",
+           "File of the CA certificate(s) the server's certificate must chain to (verify-ca, "
+           "verify-full); unset: ~/.postgresql/root.crt."),
+      path("sslcert",
+           "File of the client certificate, for a server that authenticates "
+           "clients by certificate (pg_hba.conf cert or clientcert)."),
+      path("sslkey",
+           "File of the client certificate's private key; libpq refuses one that "
+           "others can read (chmod 600)."),
+  };
 }
 
 int64_t AdvisoryLockKey(std::string_view text) {
@@ -193,6 +231,13 @@ Status PgConnection::Open() {
     keywords.push_back("password");
     values.push_back(settings_.password.c_str());
   }
+  for (const auto& [keyword, value] :
+       {std::pair{"sslmode", &settings_.sslmode}, std::pair{"sslrootcert", &settings_.sslrootcert},
+        std::pair{"sslcert", &settings_.sslcert}, std::pair{"sslkey", &settings_.sslkey}}) {
+    if (value->empty()) continue;
+    keywords.push_back(keyword);
+    values.push_back(value->c_str());
+  }
   keywords.push_back(nullptr);
   values.push_back(nullptr);
   conn_ = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/0);
@@ -208,7 +253,8 @@ Status PgConnection::Open() {
     bool refused = detail.find("authentication failed") != std::string::npos ||
                    detail.find("does not exist") != std::string::npos ||
                    detail.find("no pg_hba.conf entry") != std::string::npos ||
-                   detail.find("password") != std::string::npos;
+                   detail.find("pg_hba.conf rejects") != std::string::npos ||
+                   detail.find("password") != std::string::npos || IsTlsRefusal(detail);
     return Status(refused ? StatusCode::kFailedPrecondition : StatusCode::kUnavailable,
                   fmt::format("could not connect to PostgreSQL at {}: {}", Describe(), detail),
                   failure_class_);

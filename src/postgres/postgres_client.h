@@ -32,6 +32,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bizon/config_spec.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
 
@@ -48,11 +49,20 @@ struct PgConnectionSettings {
   std::string password;  // Empty: libpq's own sources (PGPASSWORD, ~/.pgpass).
   std::string application_name = "bizon";
   int connect_timeout_s = 10;
+  // TLS, under libpq's own names; empty: libpq's default (PGSSLMODE etc., else sslmode prefer).
+  std::string sslmode;
+  std::string sslrootcert;  // CA certificate(s) the server's certificate must chain to.
+  std::string sslcert;      // Client certificate, for a server that asks for one.
+  std::string sslkey;       // Its private key (owner-only permissions, as libpq demands).
 };
 
-/// Reads host, port, database, username and password from a backend or destination config
-/// block (the keys of both are the same).
+/// Reads host, port, database, username, password and the ssl* keys from a backend or
+/// destination config block (the keys of both are the same).
 PgConnectionSettings PgSettingsFromConfig(const Value& config);
+
+/// The TLS keys (sslmode, sslrootcert, sslcert, sslkey) both the backend's and the destination's
+/// config declare.
+std::vector<FieldSpec> PgTlsFields();
 
 /// A 64-bit FNV-1a hash of `text`, as the signed key PostgreSQL advisory locks take. Stable
 /// across processes, hosts and bizon versions: two processes locking the same name collide.

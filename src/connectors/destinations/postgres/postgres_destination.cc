@@ -894,44 +894,55 @@ Status PostgresDestination::OnJobSucceeded() {
 // -----------------------------------------------------------------------------------------------
 // Registration.
 
+namespace {
+
+ConfigSpec PostgresDestinationSpec() {
+  ConfigSpec spec = {.fields = {{.name = "host",
+                                 .type = FieldType::kString,
+                                 .description = "PostgreSQL host.",
+                                 .default_value = Value("localhost")},
+                                {.name = "port",
+                                 .type = FieldType::kInteger,
+                                 .description = "PostgreSQL port.",
+                                 .default_value = Value(5432),
+                                 .minimum = 1,
+                                 .maximum = 65535},
+                                {.name = "database",
+                                 .type = FieldType::kString,
+                                 .description = "Database to load into.",
+                                 .required = true},
+                                {.name = "schema",
+                                 .type = FieldType::kString,
+                                 .description = "Schema of the tables; created when missing.",
+                                 .default_value = Value("public")},
+                                {.name = "username",
+                                 .type = FieldType::kString,
+                                 .description = "PostgreSQL user.",
+                                 .required = true},
+                                {.name = "password",
+                                 .type = FieldType::kString,
+                                 .description = "PostgreSQL password; empty uses libpq's own "
+                                                "sources (PGPASSWORD, ~/.pgpass).",
+                                 .default_value = Value(""),
+                                 .secret = true},
+                                {.name = "table",
+                                 .type = FieldType::kString,
+                                 .description = "Table to load into; defaults to destination_id, "
+                                                "then the source and stream names joined by '_'."}},
+                     .unknown_keys = UnknownKeys::kError};
+  std::vector<FieldSpec> tls = PgTlsFields();
+  spec.fields.insert(spec.fields.end(), tls.begin(), tls.end());
+  return spec;
+}
+
+}  // namespace
+
 Status RegisterPostgresDestination(ConnectorRegistry& registry) {
   return registry.AddDestination({
       .name = "postgres",
       .description = "PostgreSQL tables, loaded with COPY; exactly-once on resume.",
       .alias = "postgres",
-      .config = {.fields = {{.name = "host",
-                             .type = FieldType::kString,
-                             .description = "PostgreSQL host.",
-                             .default_value = Value("localhost")},
-                            {.name = "port",
-                             .type = FieldType::kInteger,
-                             .description = "PostgreSQL port.",
-                             .default_value = Value(5432),
-                             .minimum = 1,
-                             .maximum = 65535},
-                            {.name = "database",
-                             .type = FieldType::kString,
-                             .description = "Database to load into.",
-                             .required = true},
-                            {.name = "schema",
-                             .type = FieldType::kString,
-                             .description = "Schema of the tables; created when missing.",
-                             .default_value = Value("public")},
-                            {.name = "username",
-                             .type = FieldType::kString,
-                             .description = "PostgreSQL user.",
-                             .required = true},
-                            {.name = "password",
-                             .type = FieldType::kString,
-                             .description = "PostgreSQL password; empty uses libpq's own "
-                                            "sources (PGPASSWORD, ~/.pgpass).",
-                             .default_value = Value(""),
-                             .secret = true},
-                            {.name = "table",
-                             .type = FieldType::kString,
-                             .description = "Table to load into; defaults to destination_id, "
-                                            "then the source and stream names joined by '_'."}},
-                 .unknown_keys = UnknownKeys::kError},
+      .config = PostgresDestinationSpec(),
       .check_destination_id = CheckPostgresTableName,
       .destination_id_keys = {"table"},
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
