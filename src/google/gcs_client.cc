@@ -205,13 +205,13 @@ GcsClient::GcsClient(GcsClientOptions options, std::string endpoint, bool emulat
   // libcurl sends a request again by itself when a reused HTTP/1.1 connection dies before any
   // answer. For a chunk, that resend would start at an offset the server may have moved past
   // (it can keep part of the bytes of the dropped attempt), which the protocol forbids: the
-  // client must ask first. Connections that are never reused keep libcurl from resending, so
-  // every failure comes back here.
-  upload_session_ =
-      std::make_unique<HttpSession>(HttpSessionOptions{.policy = std::move(policy),
-                                                       .authenticator = authenticator,
-                                                       .default_headers = {{"Connection", "close"}},
-                                                       .sleep = options_.sleep});
+  // client must ask first. Chunks therefore go on connections that are never reused, so every
+  // failure comes back here (and none comes from a connection the server closed between two
+  // chunks).
+  upload_session_ = std::make_unique<HttpSession>(HttpSessionOptions{.policy = std::move(policy),
+                                                                     .authenticator = authenticator,
+                                                                     .sleep = options_.sleep,
+                                                                     .reuse_connections = false});
 }
 
 Result<HttpResponse> GcsClient::Send(HttpRequest request, HttpSession* session) {

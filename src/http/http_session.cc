@@ -298,6 +298,10 @@ HttpSession::Attempt HttpSession::Perform(Handle& handle, const HttpRequest& req
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 30L);
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (!options_.reuse_connections) {
+    curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+  }
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "bizon/" BIZON_VERSION);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);

@@ -76,6 +76,11 @@ struct HttpSessionOptions {
   /// Sent with every request unless the request sets the same header.
   HttpHeaders default_headers;
   HttpSleepFunction sleep = ScaledSleep;
+  /// false: every request opens its own connection and closes it after the answer. libcurl sends
+  /// a request again by itself when a reused connection turns out dead before any answer, and
+  /// fails with a send error when the server closes it while the request goes out; a protocol
+  /// whose requests must not be repeated blindly (a resumable upload's chunks) turns this off.
+  bool reuse_connections = true;
 };
 
 class HttpSession {
