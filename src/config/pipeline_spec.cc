@@ -1,19 +1,17 @@
-#include "config/pipeline_spec.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
+#include "config/pipeline_spec.h"
 #include "postgres/postgres_client.h"
 
 namespace bizon {
 namespace {
 
 FieldSpec String(std::string name, std::string description) {
-  return {.name = std::move(name),
-          .type = FieldType::kString,
-          .description = std::move(description)};
+  return {
+      .name = std::move(name), .type = FieldType::kString, .description = std::move(description)};
 }
 
 FieldSpec Secret(std::string name, std::string description, bool required) {
@@ -36,8 +34,7 @@ std::vector<FieldSpec> TokenParams() {
       Secret("token", "API token sent on every request.", true),
       {.name = "auth_method",
        .type = FieldType::kString,
-       .description =
-           "Scheme placed before the token; empty sends the bare token.",
+       .description = "Scheme placed before the token; empty sends the bare token.",
        .default_value = Value("Bearer")},
       {.name = "auth_header",
        .type = FieldType::kString,
@@ -79,13 +76,10 @@ std::vector<FieldSpec> OauthParams() {
        .description = "OAuth client id.",
        .required = true},
       Secret("client_secret", "OAuth client secret.", true),
-      Secret("refresh_token", "Refresh token, for the refresh_token grant.",
-             false),
+      Secret("refresh_token", "Refresh token, for the refresh_token grant.", false),
       StringList("scopes", "Scopes requested, sent comma-separated."),
-      String("token_expiry_date",
-             "Expiry of an access token supplied up front."),
-      String("token_expiry_date_format",
-             "strftime format of expires_in when it is a date."),
+      String("token_expiry_date", "Expiry of an access token supplied up front."),
+      String("token_expiry_date_format", "strftime format of expires_in when it is a date."),
       {.name = "access_token_name",
        .type = FieldType::kString,
        .description = "Response field holding the access token.",
@@ -101,8 +95,7 @@ std::vector<FieldSpec> OauthParams() {
        .type = FieldType::kString,
        .description = "OAuth grant type.",
        .default_value = Value("refresh_token")},
-      String("response_field_path",
-             "Path of the object holding the token in the response."),
+      String("response_field_path", "Path of the object holding the token in the response."),
       {.name = "expiry_skew_seconds",
        .type = FieldType::kInteger,
        .description = "Refresh this many seconds before expiry (default: 10% "
@@ -128,7 +121,7 @@ std::vector<FieldSpec> CookieParams() {
   };
 }
 
-VariantSpec AuthVariant(const std::string &type) {
+VariantSpec AuthVariant(const std::string& type) {
   std::vector<FieldSpec> params;
   std::string description;
   if (type == "api_key" || type == "bearer") {
@@ -144,42 +137,37 @@ VariantSpec AuthVariant(const std::string &type) {
     params = CookieParams();
     description = "Session cookies.";
   }
-  VariantSpec variant{
-      .tag = type,
-      .description = description,
-      .fields = {{.name = "type", .type = FieldType::kString, .required = true},
-                 {.name = "params",
-                  .type = FieldType::kObject,
-                  .description = "Credentials for this authentication type.",
-                  .fields = std::move(params)}},
-      // Connectors read extra keys beside params (kafka's schema registry
-      // settings).
-      .unknown_keys = UnknownKeys::kWarn};
+  VariantSpec variant{.tag = type,
+                      .description = description,
+                      .fields = {{.name = "type", .type = FieldType::kString, .required = true},
+                                 {.name = "params",
+                                  .type = FieldType::kObject,
+                                  .description = "Credentials for this authentication type.",
+                                  .fields = std::move(params)}},
+                      // Connectors read extra keys beside params (kafka's schema registry
+                      // settings).
+                      .unknown_keys = UnknownKeys::kWarn};
   if (type == "api_key" || type == "bearer") {
     // The seed README's shorthand: `api_key: ...` beside `type`, instead of
     // params.token.
-    variant.fields.push_back(
-        Secret("api_key", "Shorthand for params.token.", false));
+    variant.fields.push_back(Secret("api_key", "Shorthand for params.token.", false));
   }
   return variant;
 }
 
-void SourceVariantFields(const SourceDescriptor &descriptor,
-                         VariantSpec &variant) {
+void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& variant) {
   std::vector<FieldSpec> fields = CommonSourceFields();
   std::vector<std::string> stream_names;
-  for (const StreamSpec &stream : descriptor.streams)
-    stream_names.push_back(stream.name);
-  for (FieldSpec &field : fields) {
+  for (const StreamSpec& stream : descriptor.streams) stream_names.push_back(stream.name);
+  for (FieldSpec& field : fields) {
     if (field.name == "stream" && !descriptor.streams_from_config) {
       field.type = FieldType::kEnum;
       field.enum_values = stream_names;
     }
   }
-  for (const FieldSpec &own : descriptor.config.fields) {
-    auto existing =
-        std::find_if(fields.begin(), fields.end(),
-                     [&](const FieldSpec &f) { return f.name == own.name; });
+  for (const FieldSpec& own : descriptor.config.fields) {
+    auto existing = std::find_if(fields.begin(), fields.end(),
+                                 [&](const FieldSpec& f) { return f.name == own.name; });
     if (existing != fields.end()) {
       *existing = own;
     } else {
@@ -203,8 +191,7 @@ FieldSpec BackendConfig(bool postgres) {
        .required = true},
       {.name = "syncCursorInDBEvery",
        .type = FieldType::kInteger,
-       .description =
-           "Write the source cursor to the backend every N iterations.",
+       .description = "Write the source cursor to the backend every N iterations.",
        .default_value = Value(10),
        .minimum = 1},
       {.name = "echoEngine",
@@ -228,8 +215,7 @@ FieldSpec BackendConfig(bool postgres) {
                       .description = "PostgreSQL user.",
                       .required = true});
     fields.push_back(Secret("password", "PostgreSQL password.", true));
-    for (FieldSpec &tls : PgTlsFields())
-      fields.push_back(std::move(tls));
+    for (FieldSpec& tls : PgTlsFields()) fields.push_back(std::move(tls));
   }
   return {.name = "config",
           .type = FieldType::kObject,
@@ -240,24 +226,19 @@ FieldSpec BackendConfig(bool postgres) {
 }
 
 FieldSpec BackendField() {
-  auto variant = [](std::string tag, std::string description,
-                    FieldSpec config) {
+  auto variant = [](std::string tag, std::string description, FieldSpec config) {
     return VariantSpec{.tag = std::move(tag),
                        .description = std::move(description),
-                       .fields = {{.name = "type", .type = FieldType::kString},
-                                  std::move(config)},
+                       .fields = {{.name = "type", .type = FieldType::kString}, std::move(config)},
                        .unknown_keys = UnknownKeys::kIgnore};
   };
   FieldSpec bigquery_config = BackendConfig(false);
-  bigquery_config.fields.push_back(
-      {.name = "create_schema",
-       .type = FieldType::kBoolean,
-       .description = "Create the dataset when it is missing.",
-       .default_value = Value(false)});
-  bigquery_config.fields.push_back(
-      String("schema_location", "Location of a created dataset."));
-  bigquery_config.fields.push_back(
-      Secret("service_account_key", "Service account JSON.", false));
+  bigquery_config.fields.push_back({.name = "create_schema",
+                                    .type = FieldType::kBoolean,
+                                    .description = "Create the dataset when it is missing.",
+                                    .default_value = Value(false)});
+  bigquery_config.fields.push_back(String("schema_location", "Location of a created dataset."));
+  bigquery_config.fields.push_back(Secret("service_account_key", "Service account JSON.", false));
   Value default_backend = Value::EmptyMap();
   default_backend.Set("type", "sqlite");
   Value default_config = Value::EmptyMap();
@@ -270,14 +251,11 @@ FieldSpec BackendField() {
           .description = "Where jobs and cursors are stored.",
           .default_value = default_backend,
           .discriminator = "type",
-          .variants = {variant("sqlite", "A SQLite file (the default).",
-                               BackendConfig(false)),
-                       variant("sqlite_in_memory",
-                               "A private in-memory SQLite database.",
+          .variants = {variant("sqlite", "A SQLite file (the default).", BackendConfig(false)),
+                       variant("sqlite_in_memory", "A private in-memory SQLite database.",
                                BackendConfig(false)),
                        variant("postgres", "PostgreSQL.", BackendConfig(true)),
-                       variant("bigquery", "BigQuery tables.",
-                               std::move(bigquery_config))},
+                       variant("bigquery", "BigQuery tables.", std::move(bigquery_config))},
           .default_variant = "sqlite"};
 }
 
@@ -290,8 +268,7 @@ FieldSpec QueueField() {
       .fields = {
           {.name = "max_nb_messages",
            .type = FieldType::kInteger,
-           .description =
-               "The producer pauses once about this many records are queued.",
+           .description = "The producer pauses once about this many records are queued.",
            .default_value = Value(1000000),
            .minimum = 1},
           {.name = "max_bytes",
@@ -306,8 +283,7 @@ FieldSpec QueueField() {
            .default_value = Value::EmptyMap(),
            .fields = {{.name = "max_size",
                        .type = FieldType::kInteger,
-                       .description =
-                           "Maximum queued iterations; 0 means unbounded.",
+                       .description = "Maximum queued iterations; 0 means unbounded.",
                        .default_value = Value(0),
                        .minimum = 0}}},
           {.name = "consumer",
@@ -316,16 +292,14 @@ FieldSpec QueueField() {
            .default_value = Value::EmptyMap(),
            .fields = {{.name = "poll_interval",
                        .type = FieldType::kNumber,
-                       .description =
-                           "Seconds between polls (kept for compatibility).",
+                       .description = "Seconds between polls (kept for compatibility).",
                        .default_value = Value(1)}}},
       }};
   // Shared by the network queues.
   FieldSpec unused_message_count = {
       .name = "max_nb_messages",
       .type = FieldType::kInteger,
-      .description =
-          "Kept for compatibility (unused: max_bytes bounds the queue).",
+      .description = "Kept for compatibility (unused: max_bytes bounds the queue).",
       .default_value = Value(1000000)};
   FieldSpec unconsumed_bytes = {
       .name = "max_bytes",
@@ -335,8 +309,8 @@ FieldSpec QueueField() {
           "written by the consumer (at least twice the destination buffer).",
       .default_value = Value(268435456),
       .minimum = 1};
-  auto byte_limit = [](std::string name, std::string description,
-                       int64_t default_value, int64_t minimum) {
+  auto byte_limit = [](std::string name, std::string description, int64_t default_value,
+                       int64_t minimum) {
     return FieldSpec{.name = std::move(name),
                      .type = FieldType::kInteger,
                      .description = std::move(description),
@@ -352,50 +326,44 @@ FieldSpec QueueField() {
           {.name = "queue",
            .type = FieldType::kObject,
            .required = true,
-           .fields =
-               {{.name = "bootstrap_server",
-                 .type = FieldType::kString,
-                 .description = "Broker address, host:port.",
-                 .required = true},
-                {.name = "topic",
-                 .type = FieldType::kString,
-                 .description = "Topic carrying the batches; one topic per "
-                                "pipeline stream.",
-                 .default_value = Value("bizon")},
-                byte_limit(
-                    "max_message_bytes",
-                    "Largest Kafka message bizon sends; bigger iterations are "
-                    "cut "
-                    "into several. A topic bizon creates allows this size.",
-                    1000000, 1024)}},
+           .fields = {{.name = "bootstrap_server",
+                       .type = FieldType::kString,
+                       .description = "Broker address, host:port.",
+                       .required = true},
+                      {.name = "topic",
+                       .type = FieldType::kString,
+                       .description = "Topic carrying the batches; one topic per "
+                                      "pipeline stream.",
+                       .default_value = Value("bizon")},
+                      byte_limit("max_message_bytes",
+                                 "Largest Kafka message bizon sends; bigger iterations are "
+                                 "cut "
+                                 "into several. A topic bizon creates allows this size.",
+                                 1000000, 1024)}},
           {.name = "consumer",
            .type = FieldType::kObject,
            .default_value = Value::EmptyMap(),
-           .fields =
-               {{.name = "group_id",
-                 .type = FieldType::kString,
-                 .description =
-                     "Consumer group whose offsets record what was written.",
-                 .default_value = Value("bizon")},
-                {.name = "auto_offset_reset",
-                 .type = FieldType::kString,
-                 .description =
-                     "Where a group without committed offsets starts.",
-                 .default_value = Value("earliest")},
-                {.name = "enable_auto_commit",
-                 .type = FieldType::kBoolean,
-                 .description = "Kept for compatibility: offsets are always "
-                                "committed after "
-                                "the destination wrote the records.",
-                 .default_value = Value(true)},
-                {.name = "consumer_timeout_ms",
-                 .type = FieldType::kInteger,
-                 .description = "Kept for compatibility (unused).",
-                 .default_value = Value(1000)},
-                byte_limit(
-                    "prefetch_bytes",
-                    "Bytes the consumer may fetch ahead of the destination.",
-                    67108864, 1048576)}},
+           .fields = {{.name = "group_id",
+                       .type = FieldType::kString,
+                       .description = "Consumer group whose offsets record what was written.",
+                       .default_value = Value("bizon")},
+                      {.name = "auto_offset_reset",
+                       .type = FieldType::kString,
+                       .description = "Where a group without committed offsets starts.",
+                       .default_value = Value("earliest")},
+                      {.name = "enable_auto_commit",
+                       .type = FieldType::kBoolean,
+                       .description = "Kept for compatibility: offsets are always "
+                                      "committed after "
+                                      "the destination wrote the records.",
+                       .default_value = Value(true)},
+                      {.name = "consumer_timeout_ms",
+                       .type = FieldType::kInteger,
+                       .description = "Kept for compatibility (unused).",
+                       .default_value = Value(1000)},
+                      byte_limit("prefetch_bytes",
+                                 "Bytes the consumer may fetch ahead of the destination.", 67108864,
+                                 1048576)}},
           unused_message_count,
           unconsumed_bytes}};
   FieldSpec rabbitmq_config = {
@@ -411,9 +379,7 @@ FieldSpec QueueField() {
                        .type = FieldType::kString,
                        .description = "Broker host.",
                        .required = true},
-                      {.name = "port",
-                       .type = FieldType::kInteger,
-                       .default_value = Value(5672)},
+                      {.name = "port", .type = FieldType::kInteger, .default_value = Value(5672)},
                       {.name = "queue_name",
                        .type = FieldType::kString,
                        .description = "Durable queue carrying the batches; one "
@@ -432,9 +398,7 @@ FieldSpec QueueField() {
                        .type = FieldType::kString,
                        .default_value = Value("guest"),
                        .secret = true},
-                      {.name = "vhost",
-                       .type = FieldType::kString,
-                       .default_value = Value("/")},
+                      {.name = "vhost", .type = FieldType::kString, .default_value = Value("/")},
                       byte_limit("max_message_bytes",
                                  "Largest message bizon publishes; bigger "
                                  "iterations are cut into "
@@ -449,11 +413,10 @@ FieldSpec QueueField() {
                        .default_value = Value(1)},
                       {.name = "prefetch_count",
                        .type = FieldType::kInteger,
-                       .description =
-                           "basic.qos prefetch the consumer starts with; it "
-                           "grows "
-                           "while the unacknowledged messages hold less than "
-                           "prefetch_bytes.",
+                       .description = "basic.qos prefetch the consumer starts with; it "
+                                      "grows "
+                                      "while the unacknowledged messages hold less than "
+                                      "prefetch_bytes.",
                        .default_value = Value(64),
                        .minimum = 1,
                        .maximum = 65535},
@@ -463,29 +426,24 @@ FieldSpec QueueField() {
                                  134217728, 1048576)}},
           unused_message_count,
           unconsumed_bytes}};
-  auto variant = [](std::string tag, std::string description,
-                    FieldSpec config) {
+  auto variant = [](std::string tag, std::string description, FieldSpec config) {
     return VariantSpec{.tag = std::move(tag),
                        .description = std::move(description),
-                       .fields = {{.name = "type", .type = FieldType::kString},
-                                  std::move(config)},
+                       .fields = {{.name = "type", .type = FieldType::kString}, std::move(config)},
                        .unknown_keys = UnknownKeys::kError};
   };
   Value default_queue = Value::EmptyMap();
   default_queue.Set("type", "python_queue");
-  return {
-      .name = "queue",
-      .type = FieldType::kObject,
-      .description = "How records travel from producer to consumer.",
-      .default_value = default_queue,
-      .discriminator = "type",
-      .variants = {variant("python_queue",
-                           "In-process bounded queue (the default).",
-                           std::move(python_config)),
-                   variant("kafka", "A Kafka topic.", std::move(kafka_config)),
-                   variant("rabbitmq", "A RabbitMQ queue.",
-                           std::move(rabbitmq_config))},
-      .default_variant = "python_queue"};
+  return {.name = "queue",
+          .type = FieldType::kObject,
+          .description = "How records travel from producer to consumer.",
+          .default_value = default_queue,
+          .discriminator = "type",
+          .variants = {variant("python_queue", "In-process bounded queue (the default).",
+                               std::move(python_config)),
+                       variant("kafka", "A Kafka topic.", std::move(kafka_config)),
+                       variant("rabbitmq", "A RabbitMQ queue.", std::move(rabbitmq_config))},
+          .default_variant = "python_queue"};
 }
 
 FieldSpec RunnerField() {
@@ -505,47 +463,42 @@ FieldSpec RunnerField() {
               {.name = "config",
                .type = FieldType::kObject,
                .default_value = Value::EmptyMap(),
-               .fields =
-                   {{.name = "max_workers",
-                     .type = FieldType::kInteger,
-                     .description =
-                         "Worker processes for transforms (process runner).",
-                     .default_value = Value(2),
-                     .minimum = 1},
-                    {.name = "python_timeout",
-                     .type = FieldType::kNumber,
-                     .description = "Seconds one call into a custom Python "
-                                    "source, or the transforms "
-                                    "of one record, may run before the run "
-                                    "fails; 0: no limit.",
-                     .default_value = Value(300),
-                     .minimum = 0},
-                    {.name = "python_env",
-                     .type = FieldType::kString,
-                     .description =
-                         "Virtualenv (made with /usr/bin/python3 -m venv) "
-                         "whose packages "
-                         "custom sources and transforms import ahead of "
-                         "bizon's own; "
-                         "empty: the active one ($VIRTUAL_ENV), if any.",
-                     .default_value = Value("")},
-                    {.name = "consumer_start_delay",
-                     .type = FieldType::kNumber,
-                     .description =
-                         "Kept for compatibility; the consumer starts at once.",
-                     .default_value = Value(2)},
-                    {.name = "is_alive_check_interval",
-                     .type = FieldType::kNumber,
-                     .description = "Kept for compatibility; failures are "
-                                    "signalled at once.",
-                     .default_value = Value(2)}},
+               .fields = {{.name = "max_workers",
+                           .type = FieldType::kInteger,
+                           .description = "Worker processes for transforms (process runner).",
+                           .default_value = Value(2),
+                           .minimum = 1},
+                          {.name = "python_timeout",
+                           .type = FieldType::kNumber,
+                           .description = "Seconds one call into a custom Python "
+                                          "source, or the transforms "
+                                          "of one record, may run before the run "
+                                          "fails; 0: no limit.",
+                           .default_value = Value(300),
+                           .minimum = 0},
+                          {.name = "python_env",
+                           .type = FieldType::kString,
+                           .description = "Virtualenv (made with /usr/bin/python3 -m venv) "
+                                          "whose packages "
+                                          "custom sources and transforms import ahead of "
+                                          "bizon's own; "
+                                          "empty: the active one ($VIRTUAL_ENV), if any.",
+                           .default_value = Value("")},
+                          {.name = "consumer_start_delay",
+                           .type = FieldType::kNumber,
+                           .description = "Kept for compatibility; the consumer starts at once.",
+                           .default_value = Value(2)},
+                          {.name = "is_alive_check_interval",
+                           .type = FieldType::kNumber,
+                           .description = "Kept for compatibility; failures are "
+                                          "signalled at once.",
+                           .default_value = Value(2)}},
                .unknown_keys = UnknownKeys::kIgnore},
               {.name = "log_level",
                .type = FieldType::kEnum,
                .description = "Log verbosity.",
                .default_value = Value("INFO"),
-               .enum_values = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR",
-                               "CRITICAL"}},
+               .enum_values = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}},
           },
       .unknown_keys = UnknownKeys::kIgnore};
 }
@@ -555,89 +508,76 @@ FieldSpec RecordSchemasField() {
       .name = "record_schemas",
       .type = FieldType::kList,
       .description = "Columns per destination id, used when unnest is true.",
-      .items = {
-          {.type = FieldType::kObject,
-           .fields = {{.name = "destination_id",
-                       .type = FieldType::kString,
-                       .required = true},
-                      {.name = "record_schema",
-                       .type = FieldType::kList,
-                       .required = true,
-                       .items = {{.type = FieldType::kObject,
-                                  .fields = {{.name = "name",
-                                              .type = FieldType::kString,
-                                              .required = true},
-                                             {.name = "type",
-                                              .type = FieldType::kString,
-                                              .required = true},
-                                             String("description", "")}}}}}}}};
+      .items = {{.type = FieldType::kObject,
+                 .fields = {
+                     {.name = "destination_id", .type = FieldType::kString, .required = true},
+                     {.name = "record_schema",
+                      .type = FieldType::kList,
+                      .required = true,
+                      .items = {{.type = FieldType::kObject,
+                                 .fields = {
+                                     {.name = "name", .type = FieldType::kString, .required = true},
+                                     {.name = "type", .type = FieldType::kString, .required = true},
+                                     String("description", "")}}}}}}}};
 }
 
 FieldSpec HttpField() {
-  return {
-      .name = "http",
-      .type = FieldType::kObject,
-      .description =
-          "Opt-in HTTP policy; without it the historical policy applies.",
-      .fields = {
-          {.name = "timeout",
-           .type = FieldType::kAny,
-           .description =
-               "Connect and read timeouts in seconds, or one number for both.",
-           .default_value = Value(Value::List{Value(10), Value(60)}),
-           .one_of = {{.type = FieldType::kNumber,
-                       .description = "a number of seconds"},
-                      {.type = FieldType::kList,
-                       .description = "a [connect, read] pair",
-                       .items = {{.type = FieldType::kNumber}}}}},
-          {.name = "raise_for_status",
-           .type = FieldType::kBoolean,
-           .description = "Fail on 4xx/5xx responses.",
-           .default_value = Value(true)},
-          {.name = "retries",
-           .type = FieldType::kObject,
-           .default_value = Value::EmptyMap(),
-           .fields =
-               {
-                   {.name = "total",
-                    .type = FieldType::kInteger,
-                    .default_value = Value(10),
-                    .minimum = 0},
-                   {.name = "backoff_factor",
-                    .type = FieldType::kNumber,
-                    .default_value = Value(2),
-                    .minimum = 0},
-                   {.name = "status_forcelist",
-                    .type = FieldType::kList,
-                    .default_value = Value(
-                        Value::List{429, 500, 502, 503, 504, 520, 522, 524}),
-                    .items = {{.type = FieldType::kInteger}}},
-                   {.name = "allowed_methods",
-                    .type = FieldType::kList,
-                    .default_value = Value(Value::List{"GET", "POST"}),
-                    .items = {{.type = FieldType::kString}}},
-                   {.name = "retry_after_max",
-                    .type = FieldType::kNumber,
-                    .description = "Cap on a Retry-After wait; null honours "
-                                   "the header as sent.",
-                    .null_is_value = true,
-                    .default_value = Value(120)},
-               }},
-      }};
+  return {.name = "http",
+          .type = FieldType::kObject,
+          .description = "Opt-in HTTP policy; without it the historical policy applies.",
+          .fields = {
+              {.name = "timeout",
+               .type = FieldType::kAny,
+               .description = "Connect and read timeouts in seconds, or one number for both.",
+               .default_value = Value(Value::List{Value(10), Value(60)}),
+               .one_of = {{.type = FieldType::kNumber, .description = "a number of seconds"},
+                          {.type = FieldType::kList,
+                           .description = "a [connect, read] pair",
+                           .items = {{.type = FieldType::kNumber}}}}},
+              {.name = "raise_for_status",
+               .type = FieldType::kBoolean,
+               .description = "Fail on 4xx/5xx responses.",
+               .default_value = Value(true)},
+              {.name = "retries",
+               .type = FieldType::kObject,
+               .default_value = Value::EmptyMap(),
+               .fields =
+                   {
+                       {.name = "total",
+                        .type = FieldType::kInteger,
+                        .default_value = Value(10),
+                        .minimum = 0},
+                       {.name = "backoff_factor",
+                        .type = FieldType::kNumber,
+                        .default_value = Value(2),
+                        .minimum = 0},
+                       {.name = "status_forcelist",
+                        .type = FieldType::kList,
+                        .default_value = Value(Value::List{429, 500, 502, 503, 504, 520, 522, 524}),
+                        .items = {{.type = FieldType::kInteger}}},
+                       {.name = "allowed_methods",
+                        .type = FieldType::kList,
+                        .default_value = Value(Value::List{"GET", "POST"}),
+                        .items = {{.type = FieldType::kString}}},
+                       {.name = "retry_after_max",
+                        .type = FieldType::kNumber,
+                        .description = "Cap on a Retry-After wait; null honours "
+                                       "the header as sent.",
+                        .null_is_value = true,
+                        .default_value = Value(120)},
+                   }},
+          }};
 }
 
-} // namespace
+}  // namespace
 
-FieldSpec AuthenticationField(const std::vector<std::string> &types,
-                              bool required) {
+FieldSpec AuthenticationField(const std::vector<std::string>& types, bool required) {
   FieldSpec field = {.name = "authentication",
                      .type = FieldType::kObject,
-                     .description =
-                         "How the source authenticates: type and params.",
+                     .description = "How the source authenticates: type and params.",
                      .required = required,
                      .discriminator = "type"};
-  for (const std::string &type : types)
-    field.variants.push_back(AuthVariant(type));
+  for (const std::string& type : types) field.variants.push_back(AuthVariant(type));
   return field;
 }
 
@@ -656,26 +596,21 @@ std::vector<FieldSpec> CommonSourceFields() {
        .description = "full_refresh (default), incremental or stream.",
        .default_value = Value("full_refresh"),
        .enum_values = {"full_refresh", "incremental", "stream"}},
-      String("cursor_field",
-             "Timestamp field the source filters incremental reads on."),
-      AuthenticationField({"oauth", "api_key", "bearer", "basic", "cookies"},
-                          false),
+      String("cursor_field", "Timestamp field the source filters incremental reads on."),
+      AuthenticationField({"oauth", "api_key", "bearer", "basic", "cookies"}, false),
       {.name = "force_ignore_checkpoint",
        .type = FieldType::kBoolean,
        .description = "Ignore checkpoints and restart from iteration 0.",
        .default_value = Value(false)},
       {.name = "reset",
        .type = FieldType::kBoolean,
-       .description =
-           "Re-fetch the whole stream and replace the destination table.",
+       .description = "Re-fetch the whole stream and replace the destination table.",
        .default_value = Value(false),
-       .deprecated =
-           "it resets on every run until removed; use `bizon run --reset` or "
-           "`bizon stream reset` instead"},
+       .deprecated = "it resets on every run until removed; use `bizon run --reset` or "
+                     "`bizon stream reset` instead"},
       {.name = "max_iterations",
        .type = FieldType::kInteger,
-       .description =
-           "Stop after this iteration index (0 or null: until exhausted).",
+       .description = "Stop after this iteration index (0 or null: until exhausted).",
        .minimum = 0},
       {.name = "api_config",
        .type = FieldType::kObject,
@@ -686,8 +621,7 @@ std::vector<FieldSpec> CommonSourceFields() {
                    .description = "Retries before giving up on an API call.",
                    .default_value = Value(100),
                    .minimum = 0}}},
-      String("source_file_path",
-             "Custom Python source file (same as --custom-source)."),
+      String("source_file_path", "Custom Python source file (same as --custom-source)."),
       {.name = "init_pipeline",
        .type = FieldType::kBoolean,
        .description = "Kept for compatibility.",
@@ -717,8 +651,7 @@ std::vector<FieldSpec> CommonDestinationFields() {
       RecordSchemasField(),
       {.name = "unnest",
        .type = FieldType::kBoolean,
-       .description =
-           "Write the record_schemas columns instead of the raw payload.",
+       .description = "Write the record_schemas columns instead of the raw payload.",
        .default_value = Value(false)},
       {.name = "authentication",
        .type = FieldType::kMap,
@@ -728,8 +661,7 @@ std::vector<FieldSpec> CommonDestinationFields() {
   };
 }
 
-FieldSpec PipelineSpec(const ConnectorRegistry &registry,
-                       std::string_view custom_source_name) {
+FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custom_source_name) {
   FieldSpec source = {.name = "source",
                       .type = FieldType::kObject,
                       .description = "The source connector and stream.",
@@ -742,9 +674,8 @@ FieldSpec PipelineSpec(const ConnectorRegistry &registry,
                                .fields = CommonSourceFields(),
                                .unknown_keys = UnknownKeys::kAllow});
   }
-  for (const SourceDescriptor *descriptor : registry.sources()) {
-    if (descriptor->name == custom_source_name)
-      continue;
+  for (const SourceDescriptor* descriptor : registry.sources()) {
+    if (descriptor->name == custom_source_name) continue;
     VariantSpec variant{.tag = descriptor->name,
                         .description = descriptor->description,
                         .unknown_keys = descriptor->config.unknown_keys};
@@ -757,12 +688,11 @@ FieldSpec PipelineSpec(const ConnectorRegistry &registry,
                            .description = "The destination connector.",
                            .required = true,
                            .discriminator = "name"};
-  for (const DestinationDescriptor *descriptor : registry.destinations()) {
+  for (const DestinationDescriptor* descriptor : registry.destinations()) {
     std::vector<FieldSpec> config_fields = CommonDestinationFields();
-    for (const FieldSpec &own : descriptor->config.fields) {
-      auto existing =
-          std::find_if(config_fields.begin(), config_fields.end(),
-                       [&](const FieldSpec &f) { return f.name == own.name; });
+    for (const FieldSpec& own : descriptor->config.fields) {
+      auto existing = std::find_if(config_fields.begin(), config_fields.end(),
+                                   [&](const FieldSpec& f) { return f.name == own.name; });
       if (existing != config_fields.end()) {
         *existing = own;
       } else {
@@ -772,9 +702,7 @@ FieldSpec PipelineSpec(const ConnectorRegistry &registry,
     destination.variants.push_back(
         {.tag = descriptor->name,
          .description = descriptor->description,
-         .fields = {{.name = "name",
-                     .type = FieldType::kString,
-                     .required = true},
+         .fields = {{.name = "name", .type = FieldType::kString, .required = true},
                     {.name = "alias",
                      .type = FieldType::kString,
                      .description = "Name used as the system type in metrics.",
@@ -791,8 +719,7 @@ FieldSpec PipelineSpec(const ConnectorRegistry &registry,
   FieldSpec transforms = {
       .name = "transforms",
       .type = FieldType::kList,
-      .description =
-          "Python snippets applied in order to each record's `data`.",
+      .description = "Python snippets applied in order to each record's `data`.",
       .default_value = Value::EmptyList(),
       .items = {{.type = FieldType::kObject,
                  .fields = {{.name = "label",
@@ -801,8 +728,7 @@ FieldSpec PipelineSpec(const ConnectorRegistry &registry,
                              .required = true},
                             {.name = "python",
                              .type = FieldType::kString,
-                             .description =
-                                 "Code run with the record bound to `data`.",
+                             .description = "Code run with the record bound to `data`.",
                              .required = true}}}}};
 
   FieldSpec engine = {.name = "engine",
@@ -817,102 +743,87 @@ FieldSpec PipelineSpec(const ConnectorRegistry &registry,
       .description = "Defaults for reference providers.",
       .fields = {{.name = "gsm",
                   .type = FieldType::kObject,
-                  .fields = {String("project_id",
-                                    "GCP project of gsm:// references.")}}}};
+                  .fields = {String("project_id", "GCP project of gsm:// references.")}}}};
 
   FieldSpec monitoring = {
       .name = "monitoring",
       .type = FieldType::kObject,
       .description = "Metrics and tracing.",
-      .fields = {{.name = "type",
-                  .type = FieldType::kEnum,
-                  .required = true,
-                  .enum_values = {"datadog"}},
-                 {.name = "enable_tracing",
-                  .type = FieldType::kBoolean,
-                  .description = "Kept for compatibility; "
-                                 "config.enable_tracing is the one read."},
-                 {.name = "config",
-                  .type = FieldType::kObject,
-                  .required = true,
-                  .fields = {{.name = "enable_tracing",
-                              .type = FieldType::kBoolean,
-                              .default_value = Value(false)},
-                             String("datadog_agent_host", "DogStatsD host."),
-                             String("datadog_host_env_var",
-                                    "Variable holding the DogStatsD host."),
-                             {.name = "datadog_agent_port",
-                              .type = FieldType::kInteger,
-                              .default_value = Value(8125)},
-                             {.name = "tags",
-                              .type = FieldType::kMap,
-                              .default_value = Value::EmptyMap()}}}}};
+      .fields = {
+          {.name = "type", .type = FieldType::kEnum, .required = true, .enum_values = {"datadog"}},
+          {.name = "enable_tracing",
+           .type = FieldType::kBoolean,
+           .description = "Kept for compatibility; "
+                          "config.enable_tracing is the one read."},
+          {.name = "config",
+           .type = FieldType::kObject,
+           .required = true,
+           .fields = {
+               {.name = "enable_tracing",
+                .type = FieldType::kBoolean,
+                .default_value = Value(false)},
+               String("datadog_agent_host", "DogStatsD host."),
+               String("datadog_host_env_var", "Variable holding the DogStatsD host."),
+               {.name = "datadog_agent_port",
+                .type = FieldType::kInteger,
+                .default_value = Value(8125)},
+               {.name = "tags", .type = FieldType::kMap, .default_value = Value::EmptyMap()}}}}};
 
   FieldSpec alerting = {
       .name = "alerting",
       .type = FieldType::kObject,
       .description = "Slack alerts.",
-      .fields = {{.name = "type",
-                  .type = FieldType::kEnum,
-                  .required = true,
-                  .enum_values = {"slack"}},
-                 {.name = "log_levels",
-                  .type = FieldType::kList,
-                  .default_value = Value(Value::List{"ERROR"}),
-                  .items = {{.type = FieldType::kEnum,
-                             .enum_values = {"DEBUG", "INFO", "WARNING",
-                                             "ERROR", "CRITICAL"}}}},
-                 {.name = "config",
-                  .type = FieldType::kObject,
-                  .required = true,
-                  .fields = {Secret("webhook_url",
-                                    "Slack incoming webhook URL.", true)}}},
+      .fields =
+          {{.name = "type", .type = FieldType::kEnum, .required = true, .enum_values = {"slack"}},
+           {.name = "log_levels",
+            .type = FieldType::kList,
+            .default_value = Value(Value::List{"ERROR"}),
+            .items = {{.type = FieldType::kEnum,
+                       .enum_values = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}}}},
+           {.name = "config",
+            .type = FieldType::kObject,
+            .required = true,
+            .fields = {Secret("webhook_url", "Slack incoming webhook URL.", true)}}},
       .unknown_keys = UnknownKeys::kIgnore};
 
   FieldSpec streams = {
       .name = "streams",
       .type = FieldType::kList,
       .description = "Multi-stream routing (requires sync_mode: stream).",
-      .items = {
-          {.type = FieldType::kObject,
-           .fields = {
-               {.name = "name", .type = FieldType::kString, .required = true},
-               {.name = "source",
-                .type = FieldType::kObject,
-                .fields = {String("name", ""), String("topic", ""),
-                           String("endpoint", "")},
-                .unknown_keys = UnknownKeys::kAllow},
-               {.name = "destination",
-                .type = FieldType::kObject,
-                .required = true,
-                .fields = {{.name = "table_id",
-                            .type = FieldType::kString,
-                            .required = true},
-                           {.name = "record_schema", .type = FieldType::kList},
-                           StringList("clustering_keys", "")},
-                .unknown_keys = UnknownKeys::kAllow}}}}};
+      .items = {{.type = FieldType::kObject,
+                 .fields = {
+                     {.name = "name", .type = FieldType::kString, .required = true},
+                     {.name = "source",
+                      .type = FieldType::kObject,
+                      .fields = {String("name", ""), String("topic", ""), String("endpoint", "")},
+                      .unknown_keys = UnknownKeys::kAllow},
+                     {.name = "destination",
+                      .type = FieldType::kObject,
+                      .required = true,
+                      .fields = {{.name = "table_id", .type = FieldType::kString, .required = true},
+                                 {.name = "record_schema", .type = FieldType::kList},
+                                 StringList("clustering_keys", "")},
+                      .unknown_keys = UnknownKeys::kAllow}}}}};
 
-  return {
-      .name = "",
-      .type = FieldType::kObject,
-      .description = "A bizon pipeline.",
-      .fields = {{.name = "name",
-                  .type = FieldType::kString,
-                  .description = "Unique name of this sync.",
-                  .required = true},
-                 {.name = "id",
-                  .type = FieldType::kString,
-                  .description =
-                      "Stable identity for backend state; defaults to name."},
-                 std::move(source),
-                 std::move(destination),
-                 std::move(transforms),
-                 std::move(engine),
-                 std::move(secrets),
-                 std::move(monitoring),
-                 std::move(alerting),
-                 std::move(streams)},
-      .unknown_keys = UnknownKeys::kError};
+  return {.name = "",
+          .type = FieldType::kObject,
+          .description = "A bizon pipeline.",
+          .fields = {{.name = "name",
+                      .type = FieldType::kString,
+                      .description = "Unique name of this sync.",
+                      .required = true},
+                     {.name = "id",
+                      .type = FieldType::kString,
+                      .description = "Stable identity for backend state; defaults to name."},
+                     std::move(source),
+                     std::move(destination),
+                     std::move(transforms),
+                     std::move(engine),
+                     std::move(secrets),
+                     std::move(monitoring),
+                     std::move(alerting),
+                     std::move(streams)},
+          .unknown_keys = UnknownKeys::kError};
 }
 
 namespace {
@@ -921,45 +832,39 @@ namespace {
 /// (file paths that would leave the working directory, PostgreSQL names too
 /// long to stage...), so that `config validate` refuses it, not the first
 /// write.
-void CheckStaticDestinationIds(const ConnectorRegistry &registry,
-                               const Value &raw, ValidationResult &result) {
-  const Value &config = result.normalized;
-  const DestinationDescriptor *destination = registry.FindDestination(
-      config.FindPath("destination.name") != nullptr
-          ? config.FindPath("destination.name")->ToDisplayString()
-          : "");
-  if (destination == nullptr || !destination->check_destination_id)
-    return;
-  const Value *mode = config.FindPath("source.sync_mode");
-  SyncMode sync_mode =
-      ParseSyncMode(mode != nullptr ? mode->ToDisplayString() : "")
-          .value_or(SyncMode::kFullRefresh);
-  auto check = [&](const Value *id, const std::string &path, SourceMark mark) {
-    if (id == nullptr || !id->is_string() || id->AsString().empty())
-      return false;
-    if (Status checked =
-            destination->check_destination_id(id->AsString(), sync_mode);
+void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& raw,
+                               ValidationResult& result) {
+  const Value& config = result.normalized;
+  const DestinationDescriptor* destination =
+      registry.FindDestination(config.FindPath("destination.name") != nullptr
+                                   ? config.FindPath("destination.name")->ToDisplayString()
+                                   : "");
+  if (destination == nullptr || !destination->check_destination_id) return;
+  const Value* mode = config.FindPath("source.sync_mode");
+  SyncMode sync_mode = ParseSyncMode(mode != nullptr ? mode->ToDisplayString() : "")
+                           .value_or(SyncMode::kFullRefresh);
+  auto check = [&](const Value* id, const std::string& path, SourceMark mark) {
+    if (id == nullptr || !id->is_string() || id->AsString().empty()) return false;
+    if (Status checked = destination->check_destination_id(id->AsString(), sync_mode);
         !checked.ok()) {
-      AddDiagnostic(result, Diagnostic::Severity::kError, path, mark,
-                    checked.message());
+      AddDiagnostic(result, Diagnostic::Severity::kError, path, mark, checked.message());
     }
     return true;
   };
-  auto mark_of = [&](const std::string &path) {
-    const Value *node = raw.FindPath(path);
+  auto mark_of = [&](const std::string& path) {
+    const Value* node = raw.FindPath(path);
     return node != nullptr ? node->mark() : SourceMark{};
   };
   bool named = false;
   std::vector<std::string> keys = destination->destination_id_keys;
   keys.insert(keys.begin(), "destination_id");
-  for (const std::string &key : keys) {
+  for (const std::string& key : keys) {
     std::string path = "destination.config." + key;
     named |= check(config.FindPath(path), path, mark_of(path));
   }
-  const Value *unnest = config.FindPath("destination.config.unnest");
+  const Value* unnest = config.FindPath("destination.config.unnest");
   bool unnested = unnest != nullptr && unnest->is_bool() && unnest->AsBool();
-  if (const Value *stream = config.FindPath("source.stream");
-      !named && !unnested && stream) {
+  if (const Value* stream = config.FindPath("source.stream"); !named && !unnested && stream) {
     // The default id; with unnest the ids are the record_schemas ones, checked
     // below.
     Value id(config.FindPath("source.name") != nullptr
@@ -970,37 +875,32 @@ void CheckStaticDestinationIds(const ConnectorRegistry &registry,
   }
   // Lists: each item's own mark, since the dotted path lookup does not index
   // lists.
-  auto check_list = [&](const Value *list, const std::string &list_path,
-                        std::string_view key) {
-    if (list == nullptr || !list->is_list())
-      return;
+  auto check_list = [&](const Value* list, const std::string& list_path, std::string_view key) {
+    if (list == nullptr || !list->is_list()) return;
     for (size_t i = 0; i < list->AsList().size(); ++i) {
-      const Value &item = list->AsList()[i];
-      check(item.FindPath(key), fmt::format("{}[{}].{}", list_path, i, key),
-            item.mark());
+      const Value& item = list->AsList()[i];
+      check(item.FindPath(key), fmt::format("{}[{}].{}", list_path, i, key), item.mark());
     }
   };
   check_list(config.FindPath("destination.config.record_schemas"),
              "destination.config.record_schemas", "destination_id");
   check_list(config.Find("streams"), "streams", "destination.table_id");
-  check_list(config.FindPath("source.topics"), "source.topics",
-             "destination_id");
+  check_list(config.FindPath("source.topics"), "source.topics", "destination_id");
 }
 
-} // namespace
+}  // namespace
 
-void CheckPipelineRules(const ConnectorRegistry &registry, const Value &raw,
-                        ValidationResult &result) {
+void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
+                        ValidationResult& result) {
   CheckStaticDestinationIds(registry, raw, result);
-  const Value &config = result.normalized;
+  const Value& config = result.normalized;
   auto mark_of = [&](std::string_view path) {
-    const Value *node = raw.FindPath(path);
+    const Value* node = raw.FindPath(path);
     return node != nullptr ? node->mark() : SourceMark{};
   };
   auto error = [&](std::string path, std::string message) {
     SourceMark mark = mark_of(path);
-    AddDiagnostic(result, Diagnostic::Severity::kError, std::move(path), mark,
-                  std::move(message));
+    AddDiagnostic(result, Diagnostic::Severity::kError, std::move(path), mark, std::move(message));
   };
   auto warning = [&](std::string path, std::string message) {
     SourceMark mark = mark_of(path);
@@ -1008,76 +908,61 @@ void CheckPipelineRules(const ConnectorRegistry &registry, const Value &raw,
                   std::move(message));
   };
 
-  std::string sync_mode =
-      config.FindPath("source.sync_mode") != nullptr
-          ? config.FindPath("source.sync_mode")->ToDisplayString()
-          : "full_refresh";
-  std::string source_name = raw.FindPath("source.name") != nullptr
-                                ? raw.FindPath("source.name")->ToDisplayString()
-                                : "";
-  std::string destination_name =
-      raw.FindPath("destination.name") != nullptr
-          ? raw.FindPath("destination.name")->ToDisplayString()
-          : "";
+  std::string sync_mode = config.FindPath("source.sync_mode") != nullptr
+                              ? config.FindPath("source.sync_mode")->ToDisplayString()
+                              : "full_refresh";
+  std::string source_name =
+      raw.FindPath("source.name") != nullptr ? raw.FindPath("source.name")->ToDisplayString() : "";
+  std::string destination_name = raw.FindPath("destination.name") != nullptr
+                                     ? raw.FindPath("destination.name")->ToDisplayString()
+                                     : "";
 
   // Streams routing.
-  if (const Value *streams = config.Find("streams");
+  if (const Value* streams = config.Find("streams");
       streams != nullptr && streams->is_list() && !streams->AsList().empty()) {
     std::set<std::string> names;
     std::set<std::string> tables;
-    const auto &list = streams->AsList();
+    const auto& list = streams->AsList();
     for (size_t i = 0; i < list.size(); ++i) {
       std::string item_path = fmt::format("streams[{}]", i);
       std::string name = list[i].GetString("name");
       if (!names.insert(name).second) {
-        AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".name",
-                      list[i].mark(),
+        AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".name", list[i].mark(),
                       fmt::format("duplicate stream name '{}'", name));
       }
-      const Value *destination = list[i].Find("destination");
-      std::string table =
-          destination != nullptr ? destination->GetString("table_id") : "";
+      const Value* destination = list[i].Find("destination");
+      std::string table = destination != nullptr ? destination->GetString("table_id") : "";
       if (!table.empty()) {
         if (!tables.insert(table).second) {
-          AddDiagnostic(result, Diagnostic::Severity::kError,
-                        item_path + ".destination.table_id",
-                        destination->mark(),
-                        fmt::format("duplicate table_id '{}'", table));
+          AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".destination.table_id",
+                        destination->mark(), fmt::format("duplicate table_id '{}'", table));
         }
-        size_t parts =
-            static_cast<size_t>(std::count(table.begin(), table.end(), '.')) +
-            1;
+        size_t parts = static_cast<size_t>(std::count(table.begin(), table.end(), '.')) + 1;
         if (parts != 3) {
-          AddDiagnostic(
-              result, Diagnostic::Severity::kError,
-              item_path + ".destination.table_id", destination->mark(),
-              fmt::format(
-                  "table_id must look like 'project.dataset.table', got '{}' "
-                  "({} parts)",
-                  table, parts));
+          AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".destination.table_id",
+                        destination->mark(),
+                        fmt::format("table_id must look like 'project.dataset.table', got '{}' "
+                                    "({} parts)",
+                                    table, parts));
         }
       }
     }
     if (sync_mode != "stream") {
-      error("streams",
-            fmt::format(
-                "the streams block requires source.sync_mode: stream, got '{}'",
-                sync_mode));
+      error("streams", fmt::format("the streams block requires source.sync_mode: stream, got '{}'",
+                                   sync_mode));
     }
   }
 
   // Incremental needs a source that can read a window; a reset needs a
   // replacing destination.
-  const SourceDescriptor *source = registry.FindSource(source_name);
+  const SourceDescriptor* source = registry.FindSource(source_name);
   bool custom_source = config.FindPath("source.source_file_path") != nullptr &&
                        !config.FindPath("source.source_file_path")->is_null();
   // Stream names the config itself declares (rest_api endpoints).
-  if (const Value *source_config = config.Find("source");
-      source != nullptr && !custom_source && source->check_stream &&
-      source_config != nullptr && source_config->is_map() &&
-      !source_config->GetString("stream").empty()) {
-    if (Status checked = source->check_stream(
-            *source_config, source_config->GetString("stream"));
+  if (const Value* source_config = config.Find("source");
+      source != nullptr && !custom_source && source->check_stream && source_config != nullptr &&
+      source_config->is_map() && !source_config->GetString("stream").empty()) {
+    if (Status checked = source->check_stream(*source_config, source_config->GetString("stream"));
         !checked.ok()) {
       error("source.stream", checked.message());
     }
@@ -1086,62 +971,53 @@ void CheckPipelineRules(const ConnectorRegistry &registry, const Value &raw,
     std::string stream = raw.FindPath("source.stream") != nullptr
                              ? raw.FindPath("source.stream")->ToDisplayString()
                              : "";
-    for (const StreamSpec &spec : source->streams) {
+    for (const StreamSpec& spec : source->streams) {
       if (spec.name == stream && !spec.supports_incremental) {
-        warning(
-            "source.sync_mode",
-            fmt::format(
-                "stream '{}' of source '{}' does not support incremental sync; "
-                "`bizon run` refuses it (the original would re-read everything "
-                "on "
-                "its first run and fail on the second)",
-                stream, source_name));
+        warning("source.sync_mode",
+                fmt::format("stream '{}' of source '{}' does not support incremental sync; "
+                            "`bizon run` refuses it (the original would re-read everything "
+                            "on "
+                            "its first run and fail on the second)",
+                            stream, source_name));
       }
     }
   }
-  const DestinationDescriptor *destination =
-      registry.FindDestination(destination_name);
-  const Value *reset = config.FindPath("source.reset");
-  if (destination != nullptr && !destination->supports_reset &&
-      reset != nullptr && reset->is_bool() && reset->AsBool() &&
-      sync_mode == "incremental") {
-    error(
-        "source.reset",
-        fmt::format("source.reset is not supported by destination '{}', which "
-                    "appends to its table instead of replacing it",
-                    destination_name));
+  const DestinationDescriptor* destination = registry.FindDestination(destination_name);
+  const Value* reset = config.FindPath("source.reset");
+  if (destination != nullptr && !destination->supports_reset && reset != nullptr &&
+      reset->is_bool() && reset->AsBool() && sync_mode == "incremental") {
+    error("source.reset", fmt::format("source.reset is not supported by destination '{}', which "
+                                      "appends to its table instead of replacing it",
+                                      destination_name));
   }
 
   // unnest needs schemas.
-  const Value *unnest = config.FindPath("destination.config.unnest");
-  const Value *schemas = config.FindPath("destination.config.record_schemas");
+  const Value* unnest = config.FindPath("destination.config.unnest");
+  const Value* schemas = config.FindPath("destination.config.record_schemas");
   bool has_streams_schemas = false;
-  if (const Value *streams = config.Find("streams");
-      streams != nullptr && streams->is_list()) {
-    for (const Value &stream : streams->AsList()) {
-      if (stream.FindPath("destination.record_schema") != nullptr)
-        has_streams_schemas = true;
+  if (const Value* streams = config.Find("streams"); streams != nullptr && streams->is_list()) {
+    for (const Value& stream : streams->AsList()) {
+      if (stream.FindPath("destination.record_schema") != nullptr) has_streams_schemas = true;
     }
   }
-  if (unnest != nullptr && unnest->is_bool() && unnest->AsBool() &&
-      !has_streams_schemas &&
-      (schemas == nullptr || !schemas->is_list() ||
-       schemas->AsList().empty())) {
-    error("destination.config.unnest", "unnest: true needs at least one entry "
-                                       "in destination.config.record_schemas");
+  if (unnest != nullptr && unnest->is_bool() && unnest->AsBool() && !has_streams_schemas &&
+      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
+    error("destination.config.unnest",
+          "unnest: true needs at least one entry "
+          "in destination.config.record_schemas");
   }
 
   // Datadog needs a host.
-  if (const Value *monitoring_config = config.FindPath("monitoring.config");
+  if (const Value* monitoring_config = config.FindPath("monitoring.config");
       monitoring_config != nullptr && monitoring_config->is_map()) {
-    const Value *host = monitoring_config->Find("datadog_agent_host");
-    const Value *host_env = monitoring_config->Find("datadog_host_env_var");
-    if ((host == nullptr || host->is_null()) &&
-        (host_env == nullptr || host_env->is_null())) {
-      error("monitoring.config", "either datadog_agent_host or "
-                                 "datadog_host_env_var must be specified");
+    const Value* host = monitoring_config->Find("datadog_agent_host");
+    const Value* host_env = monitoring_config->Find("datadog_host_env_var");
+    if ((host == nullptr || host->is_null()) && (host_env == nullptr || host_env->is_null())) {
+      error("monitoring.config",
+            "either datadog_agent_host or "
+            "datadog_host_env_var must be specified");
     }
   }
 }
 
-} // namespace bizon
+}  // namespace bizon
