@@ -1,9 +1,10 @@
+#include "config/pipeline_spec.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
-#include "config/pipeline_spec.h"
 #include "postgres/postgres_client.h"
 
 namespace bizon {
@@ -98,8 +99,7 @@ std::vector<FieldSpec> OauthParams() {
       String("response_field_path", "Path of the object holding the token in the response."),
       {.name = "expiry_skew_seconds",
        .type = FieldType::kInteger,
-       .description = "Refresh this many seconds before expiry (default: 10% "
-                      "of the lifetime, "
+       .description = "Refresh this many seconds before expiry (default: 10% of the lifetime, "
                       "at most 60).",
        .minimum = 0},
   };
@@ -137,19 +137,18 @@ VariantSpec AuthVariant(const std::string& type) {
     params = CookieParams();
     description = "Session cookies.";
   }
-  VariantSpec variant{.tag = type,
-                      .description = description,
-                      .fields = {{.name = "type", .type = FieldType::kString, .required = true},
-                                 {.name = "params",
-                                  .type = FieldType::kObject,
-                                  .description = "Credentials for this authentication type.",
-                                  .fields = std::move(params)}},
-                      // Connectors read extra keys beside params (kafka's schema registry
-                      // settings).
-                      .unknown_keys = UnknownKeys::kWarn};
+  VariantSpec variant{
+      .tag = type,
+      .description = description,
+      .fields = {{.name = "type", .type = FieldType::kString, .required = true},
+                 {.name = "params",
+                  .type = FieldType::kObject,
+                  .description = "Credentials for this authentication type.",
+                  .fields = std::move(params)}},
+      // Connectors read extra keys beside params (kafka's schema registry settings).
+      .unknown_keys = UnknownKeys::kWarn};
   if (type == "api_key" || type == "bearer") {
-    // The seed README's shorthand: `api_key: ...` beside `type`, instead of
-    // params.token.
+    // The seed README's shorthand: `api_key: ...` beside `type`, instead of params.token.
     variant.fields.push_back(Secret("api_key", "Shorthand for params.token.", false));
   }
   return variant;
@@ -181,8 +180,7 @@ FieldSpec BackendConfig(bool postgres) {
   std::vector<FieldSpec> fields = {
       {.name = "database",
        .type = FieldType::kString,
-       .description = "Database name; for sqlite the file is "
-                      "<database>.sqlite3 in the working "
+       .description = "Database name; for sqlite the file is <database>.sqlite3 in the working "
                       "directory; for bigquery the GCP project.",
        .required = true},
       {.name = "schema",
@@ -273,8 +271,7 @@ FieldSpec QueueField() {
            .minimum = 1},
           {.name = "max_bytes",
            .type = FieldType::kInteger,
-           .description = "The producer also pauses once queued records take "
-                          "this many bytes "
+           .description = "The producer also pauses once queued records take this many bytes "
                           "(unset: 64 MiB).",
            .minimum = 1},
           {.name = "queue",
@@ -332,12 +329,10 @@ FieldSpec QueueField() {
                        .required = true},
                       {.name = "topic",
                        .type = FieldType::kString,
-                       .description = "Topic carrying the batches; one topic per "
-                                      "pipeline stream.",
+                       .description = "Topic carrying the batches; one topic per pipeline stream.",
                        .default_value = Value("bizon")},
                       byte_limit("max_message_bytes",
-                                 "Largest Kafka message bizon sends; bigger iterations are "
-                                 "cut "
+                                 "Largest Kafka message bizon sends; bigger iterations are cut "
                                  "into several. A topic bizon creates allows this size.",
                                  1000000, 1024)}},
           {.name = "consumer",
@@ -353,8 +348,7 @@ FieldSpec QueueField() {
                        .default_value = Value("earliest")},
                       {.name = "enable_auto_commit",
                        .type = FieldType::kBoolean,
-                       .description = "Kept for compatibility: offsets are always "
-                                      "committed after "
+                       .description = "Kept for compatibility: offsets are always committed after "
                                       "the destination wrote the records.",
                        .default_value = Value(true)},
                       {.name = "consumer_timeout_ms",
@@ -375,35 +369,31 @@ FieldSpec QueueField() {
           {.name = "queue",
            .type = FieldType::kObject,
            .required = true,
-           .fields = {{.name = "host",
-                       .type = FieldType::kString,
-                       .description = "Broker host.",
-                       .required = true},
-                      {.name = "port", .type = FieldType::kInteger, .default_value = Value(5672)},
-                      {.name = "queue_name",
-                       .type = FieldType::kString,
-                       .description = "Durable queue carrying the batches; one "
-                                      "per pipeline stream.",
-                       .required = true},
-                      {.name = "exchange",
-                       .type = FieldType::kString,
-                       .description = "Exchange to publish to (bound to the "
-                                      "queue by its name); empty: "
-                                      "the default exchange.",
-                       .default_value = Value("")},
-                      {.name = "username",
-                       .type = FieldType::kString,
-                       .default_value = Value("guest")},
-                      {.name = "password",
-                       .type = FieldType::kString,
-                       .default_value = Value("guest"),
-                       .secret = true},
-                      {.name = "vhost", .type = FieldType::kString, .default_value = Value("/")},
-                      byte_limit("max_message_bytes",
-                                 "Largest message bizon publishes; bigger "
-                                 "iterations are cut into "
-                                 "several.",
-                                 8388608, 1024)}},
+           .fields =
+               {{.name = "host",
+                 .type = FieldType::kString,
+                 .description = "Broker host.",
+                 .required = true},
+                {.name = "port", .type = FieldType::kInteger, .default_value = Value(5672)},
+                {.name = "queue_name",
+                 .type = FieldType::kString,
+                 .description = "Durable queue carrying the batches; one per pipeline stream.",
+                 .required = true},
+                {.name = "exchange",
+                 .type = FieldType::kString,
+                 .description = "Exchange to publish to (bound to the queue by its name); empty: "
+                                "the default exchange.",
+                 .default_value = Value("")},
+                {.name = "username", .type = FieldType::kString, .default_value = Value("guest")},
+                {.name = "password",
+                 .type = FieldType::kString,
+                 .default_value = Value("guest"),
+                 .secret = true},
+                {.name = "vhost", .type = FieldType::kString, .default_value = Value("/")},
+                byte_limit("max_message_bytes",
+                           "Largest message bizon publishes; bigger iterations are cut into "
+                           "several.",
+                           8388608, 1024)}},
           {.name = "consumer",
            .type = FieldType::kObject,
            .default_value = Value::EmptyMap(),
@@ -413,16 +403,14 @@ FieldSpec QueueField() {
                        .default_value = Value(1)},
                       {.name = "prefetch_count",
                        .type = FieldType::kInteger,
-                       .description = "basic.qos prefetch the consumer starts with; it "
-                                      "grows "
+                       .description = "basic.qos prefetch the consumer starts with; it grows "
                                       "while the unacknowledged messages hold less than "
                                       "prefetch_bytes.",
                        .default_value = Value(64),
                        .minimum = 1,
                        .maximum = 65535},
                       byte_limit("prefetch_bytes",
-                                 "Bytes of unacknowledged messages the "
-                                 "consumer may hold.",
+                                 "Bytes of unacknowledged messages the consumer may hold.",
                                  134217728, 1048576)}},
           unused_message_count,
           unconsumed_bytes}};
@@ -456,8 +444,7 @@ FieldSpec RunnerField() {
           {
               {.name = "type",
                .type = FieldType::kEnum,
-               .description = "thread (default), process (separate processes) "
-                              "or stream (inline).",
+               .description = "thread (default), process (separate processes) or stream (inline).",
                .default_value = Value("thread"),
                .enum_values = {"thread", "process", "stream"}},
               {.name = "config",
@@ -470,19 +457,17 @@ FieldSpec RunnerField() {
                            .minimum = 1},
                           {.name = "python_timeout",
                            .type = FieldType::kNumber,
-                           .description = "Seconds one call into a custom Python "
-                                          "source, or the transforms "
-                                          "of one record, may run before the run "
-                                          "fails; 0: no limit.",
+                           .description =
+                               "Seconds one call into a custom Python source, or the transforms "
+                               "of one record, may run before the run fails; 0: no limit.",
                            .default_value = Value(300),
                            .minimum = 0},
                           {.name = "python_env",
                            .type = FieldType::kString,
-                           .description = "Virtualenv (made with /usr/bin/python3 -m venv) "
-                                          "whose packages "
-                                          "custom sources and transforms import ahead of "
-                                          "bizon's own; "
-                                          "empty: the active one ($VIRTUAL_ENV), if any.",
+                           .description =
+                               "Virtualenv (made with /usr/bin/python3 -m venv) whose packages "
+                               "custom sources and transforms import ahead of bizon's own; "
+                               "empty: the active one ($VIRTUAL_ENV), if any.",
                            .default_value = Value("")},
                           {.name = "consumer_start_delay",
                            .type = FieldType::kNumber,
@@ -490,8 +475,7 @@ FieldSpec RunnerField() {
                            .default_value = Value(2)},
                           {.name = "is_alive_check_interval",
                            .type = FieldType::kNumber,
-                           .description = "Kept for compatibility; failures are "
-                                          "signalled at once.",
+                           .description = "Kept for compatibility; failures are signalled at once.",
                            .default_value = Value(2)}},
                .unknown_keys = UnknownKeys::kIgnore},
               {.name = "log_level",
@@ -522,51 +506,51 @@ FieldSpec RecordSchemasField() {
 }
 
 FieldSpec HttpField() {
-  return {.name = "http",
-          .type = FieldType::kObject,
-          .description = "Opt-in HTTP policy; without it the historical policy applies.",
-          .fields = {
-              {.name = "timeout",
-               .type = FieldType::kAny,
-               .description = "Connect and read timeouts in seconds, or one number for both.",
-               .default_value = Value(Value::List{Value(10), Value(60)}),
-               .one_of = {{.type = FieldType::kNumber, .description = "a number of seconds"},
-                          {.type = FieldType::kList,
-                           .description = "a [connect, read] pair",
-                           .items = {{.type = FieldType::kNumber}}}}},
-              {.name = "raise_for_status",
-               .type = FieldType::kBoolean,
-               .description = "Fail on 4xx/5xx responses.",
-               .default_value = Value(true)},
-              {.name = "retries",
-               .type = FieldType::kObject,
-               .default_value = Value::EmptyMap(),
-               .fields =
-                   {
-                       {.name = "total",
-                        .type = FieldType::kInteger,
-                        .default_value = Value(10),
-                        .minimum = 0},
-                       {.name = "backoff_factor",
-                        .type = FieldType::kNumber,
-                        .default_value = Value(2),
-                        .minimum = 0},
-                       {.name = "status_forcelist",
-                        .type = FieldType::kList,
-                        .default_value = Value(Value::List{429, 500, 502, 503, 504, 520, 522, 524}),
-                        .items = {{.type = FieldType::kInteger}}},
-                       {.name = "allowed_methods",
-                        .type = FieldType::kList,
-                        .default_value = Value(Value::List{"GET", "POST"}),
-                        .items = {{.type = FieldType::kString}}},
-                       {.name = "retry_after_max",
-                        .type = FieldType::kNumber,
-                        .description = "Cap on a Retry-After wait; null honours "
-                                       "the header as sent.",
-                        .null_is_value = true,
-                        .default_value = Value(120)},
-                   }},
-          }};
+  return {
+      .name = "http",
+      .type = FieldType::kObject,
+      .description = "Opt-in HTTP policy; without it the historical policy applies.",
+      .fields = {
+          {.name = "timeout",
+           .type = FieldType::kAny,
+           .description = "Connect and read timeouts in seconds, or one number for both.",
+           .default_value = Value(Value::List{Value(10), Value(60)}),
+           .one_of = {{.type = FieldType::kNumber, .description = "a number of seconds"},
+                      {.type = FieldType::kList,
+                       .description = "a [connect, read] pair",
+                       .items = {{.type = FieldType::kNumber}}}}},
+          {.name = "raise_for_status",
+           .type = FieldType::kBoolean,
+           .description = "Fail on 4xx/5xx responses.",
+           .default_value = Value(true)},
+          {.name = "retries",
+           .type = FieldType::kObject,
+           .default_value = Value::EmptyMap(),
+           .fields =
+               {
+                   {.name = "total",
+                    .type = FieldType::kInteger,
+                    .default_value = Value(10),
+                    .minimum = 0},
+                   {.name = "backoff_factor",
+                    .type = FieldType::kNumber,
+                    .default_value = Value(2),
+                    .minimum = 0},
+                   {.name = "status_forcelist",
+                    .type = FieldType::kList,
+                    .default_value = Value(Value::List{429, 500, 502, 503, 504, 520, 522, 524}),
+                    .items = {{.type = FieldType::kInteger}}},
+                   {.name = "allowed_methods",
+                    .type = FieldType::kList,
+                    .default_value = Value(Value::List{"GET", "POST"}),
+                    .items = {{.type = FieldType::kString}}},
+                   {.name = "retry_after_max",
+                    .type = FieldType::kNumber,
+                    .description = "Cap on a Retry-After wait; null honours the header as sent.",
+                    .null_is_value = true,
+                    .default_value = Value(120)},
+               }},
+      }};
 }
 
 }  // namespace
@@ -639,8 +623,7 @@ std::vector<FieldSpec> CommonDestinationFields() {
        .minimum = 0},
       {.name = "buffer_flush_timeout",
        .type = FieldType::kNumber,
-       .description = "Seconds after which a buffer is written even if not "
-                      "full; 0 disables.",
+       .description = "Seconds after which a buffer is written even if not full; 0 disables.",
        .default_value = Value(600),
        .minimum = 0},
       {.name = "max_concurrent_threads",
@@ -753,8 +736,7 @@ FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custo
           {.name = "type", .type = FieldType::kEnum, .required = true, .enum_values = {"datadog"}},
           {.name = "enable_tracing",
            .type = FieldType::kBoolean,
-           .description = "Kept for compatibility; "
-                          "config.enable_tracing is the one read."},
+           .description = "Kept for compatibility; config.enable_tracing is the one read."},
           {.name = "config",
            .type = FieldType::kObject,
            .required = true,
@@ -828,10 +810,9 @@ FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custo
 
 namespace {
 
-/// Hands every destination id the config names to the destination's own check
-/// (file paths that would leave the working directory, PostgreSQL names too
-/// long to stage...), so that `config validate` refuses it, not the first
-/// write.
+/// Hands every destination id the config names to the destination's own check (file paths that
+/// would leave the working directory, PostgreSQL names too long to stage...), so that
+/// `config validate` refuses it, not the first write.
 void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& raw,
                                ValidationResult& result) {
   const Value& config = result.normalized;
@@ -865,16 +846,14 @@ void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& r
   const Value* unnest = config.FindPath("destination.config.unnest");
   bool unnested = unnest != nullptr && unnest->is_bool() && unnest->AsBool();
   if (const Value* stream = config.FindPath("source.stream"); !named && !unnested && stream) {
-    // The default id; with unnest the ids are the record_schemas ones, checked
-    // below.
+    // The default id; with unnest the ids are the record_schemas ones, checked below.
     Value id(config.FindPath("source.name") != nullptr
                  ? config.FindPath("source.name")->ToDisplayString() + "_" +
                        stream->ToDisplayString()
                  : stream->ToDisplayString());
     check(&id, "source.stream", mark_of("source.stream"));
   }
-  // Lists: each item's own mark, since the dotted path lookup does not index
-  // lists.
+  // Lists: each item's own mark, since the dotted path lookup does not index lists.
   auto check_list = [&](const Value* list, const std::string& list_path, std::string_view key) {
     if (list == nullptr || !list->is_list()) return;
     for (size_t i = 0; i < list->AsList().size(); ++i) {
@@ -953,8 +932,7 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
     }
   }
 
-  // Incremental needs a source that can read a window; a reset needs a
-  // replacing destination.
+  // Incremental needs a source that can read a window; a reset needs a replacing destination.
   const SourceDescriptor* source = registry.FindSource(source_name);
   bool custom_source = config.FindPath("source.source_file_path") != nullptr &&
                        !config.FindPath("source.source_file_path")->is_null();
@@ -975,8 +953,7 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
       if (spec.name == stream && !spec.supports_incremental) {
         warning("source.sync_mode",
                 fmt::format("stream '{}' of source '{}' does not support incremental sync; "
-                            "`bizon run` refuses it (the original would re-read everything "
-                            "on "
+                            "`bizon run` refuses it (the original would re-read everything on "
                             "its first run and fail on the second)",
                             stream, source_name));
       }
@@ -1003,8 +980,7 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
   if (unnest != nullptr && unnest->is_bool() && unnest->AsBool() && !has_streams_schemas &&
       (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
     error("destination.config.unnest",
-          "unnest: true needs at least one entry "
-          "in destination.config.record_schemas");
+          "unnest: true needs at least one entry in destination.config.record_schemas");
   }
 
   // Datadog needs a host.
@@ -1014,8 +990,7 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
     const Value* host_env = monitoring_config->Find("datadog_host_env_var");
     if ((host == nullptr || host->is_null()) && (host_env == nullptr || host_env->is_null())) {
       error("monitoring.config",
-            "either datadog_agent_host or "
-            "datadog_host_env_var must be specified");
+            "either datadog_agent_host or datadog_host_env_var must be specified");
     }
   }
 }
