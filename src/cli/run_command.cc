@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "alerting/slack_alerter.h"
 #include "bizon/clock.h"
 #include "cli/cli_context.h"
 #include "common/logging.h"
@@ -67,6 +68,9 @@ void RunCommand(const RunArgs& args, CliContext& context) {
   }
   PrintWarnings(*loaded);
   ConfigureLogging(loaded->config.FindPath("engine.runner.log_level")->AsString()).IgnoreError();
+  // Posts records at the alerting levels to Slack; flushed (bounded) when it goes out of scope,
+  // after the result file is written.
+  std::unique_ptr<RunAlerting> alerting = StartRunAlerting(loaded->config);
 
   RunOptions run_options{.executable = context.executable,
                          .role = ParseRunRole(args.role).value_or(RunRole::kAll),

@@ -4,6 +4,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,24 @@ class RedactingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
   }
   void flush_() override { std::fflush(stderr); }
 };
+
+std::shared_ptr<spdlog::logger>& ProcessLogger() {
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    auto created =
+        std::make_shared<spdlog::logger>("bizon", std::make_shared<RedactingStderrSink>());
+    created->set_pattern("%Y-%m-%d %H:%M:%S.%e | %-8l | %v");
+    created->flush_on(spdlog::level::warn);
+    return created;
+  }();
+  return logger;
+}
+
+/// The logger lets through what its most talkative sink wants.
+void UpdateLoggerLevel(spdlog::logger& logger) {
+  auto lowest = spdlog::level::off;
+  for (const auto& sink : logger.sinks()) lowest = std::min(lowest, sink->level());
+  logger.set_level(lowest);
+}
 
 }  // namespace
 
@@ -48,16 +67,23 @@ Status ConfigureLogging(std::string_view level) {
         "log level must be one of TRACE, DEBUG, INFO, WARNING, ERROR, CRITICAL, got '" + upper +
         "'");
   }
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    auto created =
-        std::make_shared<spdlog::logger>("bizon", std::make_shared<RedactingStderrSink>());
-    created->set_pattern("%Y-%m-%d %H:%M:%S.%e | %-8l | %v");
-    created->flush_on(spdlog::level::warn);
-    return created;
-  }();
-  logger->set_level(parsed);
+  std::shared_ptr<spdlog::logger>& logger = ProcessLogger();
+  logger->sinks().front()->set_level(parsed);  // The stderr sink, always first.
+  UpdateLoggerLevel(*logger);
   spdlog::set_default_logger(logger);
   return Status::Ok();
+}
+
+void AddLogSink(std::shared_ptr<spdlog::sinks::sink> sink) {
+  std::shared_ptr<spdlog::logger>& logger = ProcessLogger();
+  logger->sinks().push_back(std::move(sink));
+  UpdateLoggerLevel(*logger);
+}
+
+void RemoveLogSink(const std::shared_ptr<spdlog::sinks::sink>& sink) {
+  std::shared_ptr<spdlog::logger>& logger = ProcessLogger();
+  std::erase(logger->sinks(), sink);
+  UpdateLoggerLevel(*logger);
 }
 
 }  // namespace bizon

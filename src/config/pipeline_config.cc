@@ -121,7 +121,7 @@ void ApplyStreamsToDestinationSchemas(Value& raw) {
 }
 
 /// Blocks the original acts on but this build does not yet: accepted so the same file runs, and
-/// named in a warning so nobody expects metrics or alerts that never come.
+/// named in a warning so nobody expects metrics that never come.
 void WarnAboutUnbuiltFeatures(const Value& raw, ValidationResult& result) {
   using Severity = Diagnostic::Severity;
   if (const Value* monitoring = raw.Find("monitoring");
@@ -129,10 +129,6 @@ void WarnAboutUnbuiltFeatures(const Value& raw, ValidationResult& result) {
     AddDiagnostic(
         result, Severity::kWarning, "monitoring", monitoring->mark(),
         "monitoring is not built into this binary yet: no metrics or traces will be sent");
-  }
-  if (const Value* alerting = raw.Find("alerting"); alerting != nullptr && !alerting->is_null()) {
-    AddDiagnostic(result, Severity::kWarning, "alerting", alerting->mark(),
-                  "alerting is not built into this binary yet: no alert will be sent");
   }
 }
 
