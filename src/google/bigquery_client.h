@@ -365,7 +365,7 @@ class BigQueryClient {
   Result<HttpResponse> Send(HttpRequest request);
   std::string ProjectUrl(std::string_view project) const;
   BigQueryJobRef Complete(const BigQueryJobRef& ref) const;
-  Result<BigQueryQueryResult> FetchAllPages(BigQueryQueryResult first);
+  Result<BigQueryQueryResult> FetchAllPages(BigQueryQueryResult first, int64_t max_results);
 
   BigQueryClientOptions options_;
   std::string endpoint_;

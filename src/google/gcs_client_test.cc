@@ -10,17 +10,10 @@
 #include <fstream>
 #include <random>
 
+#include "google/google_test_support.h"
+
 namespace bizon {
 namespace {
-
-GoogleEnvFunction EnvOf(std::vector<std::pair<std::string, std::string>> values) {
-  return [values](const std::string& name) -> std::optional<std::string> {
-    for (const auto& [key, value] : values) {
-      if (key == name) return value;
-    }
-    return std::nullopt;
-  };
-}
 
 std::string RandomBytes(size_t size, uint64_t seed) {
   std::mt19937_64 generator(seed);
@@ -69,38 +62,11 @@ TEST(GcsObjectTest, ReadsTheApiResourceWithItsStringSizes) {
 }
 
 // tests/fakes/fake_gcs_resumable.py as a child process, on a port of its own.
-class FakeGcs {
+class FakeGcs : public FakeProcess {
  public:
-  FakeGcs() {
-    std::string script = std::string(BIZON_SOURCE_DIR) + "/tests/fakes/fake_gcs_resumable.py";
-    pipe_ = popen(("exec python3 " + script).c_str(), "r");
-    if (pipe_ == nullptr) return;
-    char line[256] = {0};
-    if (fgets(line, sizeof line, pipe_) != nullptr) {
-      url_ = line;
-      while (!url_.empty() && (url_.back() == '\n' || url_.back() == '\r')) url_.pop_back();
-    }
-    session_ = std::make_unique<HttpSession>(HttpSessionOptions{});
-  }
-  ~FakeGcs() {
-    if (pipe_ == nullptr) return;
-    if (!url_.empty()) {
-      [[maybe_unused]] auto stopped = session_->PostJson(url_ + "/_fake/stop", "{}");
-    }
-    pclose(pipe_);
-  }
-  const std::string& url() const { return url_; }
+  FakeGcs() : FakeProcess("fake_gcs_resumable.py") {}
 
-  void Drop(const std::string& offsets) {
-    auto response = session_->PostJson(url_ + "/_fake/drops", "{\"offsets\":" + offsets + "}");
-    ASSERT_TRUE(response && response->ok());
-  }
-  Value Report() {
-    auto response = session_->Get(url_ + "/_fake/report");
-    if (!response) return Value();
-    auto parsed = Value::FromJson(response->body);
-    return parsed ? *parsed : Value();
-  }
+  void Drop(const std::string& offsets) { Control("drops", "{\"offsets\":" + offsets + "}"); }
   /// "PUT bytes 0-524287/1572987" per upload chunk or status query, in order.
   std::vector<std::string> Puts() {
     std::vector<std::string> out;
@@ -114,16 +80,6 @@ class FakeGcs {
     }
     return out;
   }
-  std::string Violations() {
-    Value report = Report();
-    const Value* violations = report.Find("violations");
-    return violations == nullptr ? "no report" : violations->ToJson();
-  }
-
- private:
-  FILE* pipe_ = nullptr;
-  std::string url_;
-  std::unique_ptr<HttpSession> session_;
 };
 
 GcsClientOptions FakeOptions(const FakeGcs& fake) {

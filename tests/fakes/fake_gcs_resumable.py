@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 import threading
@@ -43,7 +42,7 @@ from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_server import FakeServer, OffContract, Response  # noqa: E402
+from fake_server import FakeServer, OffContract, Response, serve_as_process  # noqa: E402
 
 QUANTUM = 256 * 1024
 DROP = Response(status=-1)  # Close the connection without answering.
@@ -259,14 +258,8 @@ class FakeGcsResumable(FakeServer):
 
 
 def main():
-    fake = FakeGcsResumable().start()
-    print(fake.url, flush=True)
-    parent = os.getppid()
-    while not fake.stopped.wait(0.2):
-        if os.getppid() != parent:
-            break
-    time.sleep(0.1)  # Lets the answer to /_fake/stop go out.
-    fake.stop()
+    fake = FakeGcsResumable()
+    serve_as_process(fake, fake.stopped)
 
 
 if __name__ == "__main__":

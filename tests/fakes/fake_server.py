@@ -28,6 +28,7 @@ Standard library only.
 from __future__ import annotations
 
 import gzip
+import os
 import json
 import threading
 import time
@@ -294,3 +295,17 @@ class FakeServer:
         """How many distinct client connections the requests came over."""
         with self._lock:
             return len({r.client for r in self.requests})
+
+
+def serve_as_process(fake: FakeServer, stopped: threading.Event) -> None:
+    """Runs `fake` for a test in another language (the C++ unit tests start the script with
+    popen): prints its base URL on the first line of stdout, then serves until the `stopped`
+    event is set (a POST /_fake/stop) or the parent process goes away."""
+    fake.start()
+    print(fake.url, flush=True)
+    parent = os.getppid()
+    while not stopped.wait(0.2):
+        if os.getppid() != parent:
+            break
+    time.sleep(0.1)  # Lets the answer to /_fake/stop go out.
+    fake.stop()

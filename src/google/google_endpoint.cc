@@ -1,0 +1,58 @@
+#include "google/google_endpoint.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace bizon {
+namespace {
+
+std::string TrimSlashes(std::string text) {
+  while (!text.empty() && text.back() == '/') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> GoogleEmulatorEndpoint(const GoogleEnvFunction& env,
+                                                  const std::string& variable) {
+  std::optional<std::string> host;
+  if (env) {
+    host = env(variable);
+  } else if (const char* value = std::getenv(variable.c_str()); value != nullptr) {
+    host = std::string(value);
+  }
+  if (!host || host->empty()) return std::nullopt;
+  std::string endpoint = *host;
+  if (endpoint.find("://") == std::string::npos) endpoint = "http://" + endpoint;
+  return TrimSlashes(std::move(endpoint));
+}
+
+Result<GoogleApiEndpoint> ResolveGoogleApiEndpoint(GoogleApiEndpointOptions options) {
+  GoogleApiEndpoint out{.url = TrimSlashes(options.endpoint)};
+  if (out.url.empty()) {
+    if (std::optional<std::string> emulated =
+            GoogleEmulatorEndpoint(options.env, options.emulator_variable)) {
+      out.url = *emulated;
+      out.emulator = true;
+    } else {
+      out.url = std::string(options.production);
+    }
+  }
+  if (!out.url.starts_with("http://") && !out.url.starts_with("https://")) {
+    return Fail(InvalidArgumentError(
+        fmt::format("{} endpoint must be an http:// or https:// URL: {}", options.api, out.url)));
+  }
+  if (out.emulator) {
+    out.credentials = MakeAnonymousGoogleCredentials();
+  } else if (options.credentials) {
+    out.credentials = std::move(options.credentials);
+  } else {
+    BIZON_ASSIGN_OR_RETURN(out.credentials, MakeGoogleCredentials({.scopes = {options.scope},
+                                                                   .sleep = options.sleep,
+                                                                   .env = options.env}));
+  }
+  return out;
+}
+
+}  // namespace bizon
