@@ -733,17 +733,21 @@ FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custo
       .type = FieldType::kObject,
       .description = "Metrics and tracing.",
       .fields = {
-          {.name = "type", .type = FieldType::kEnum, .required = true, .enum_values = {"datadog"}},
+          {.name = "type",
+           .type = FieldType::kEnum,
+           .description = "datadog (DogStatsD and the agent's trace intake) or otel (OTLP/HTTP).",
+           .required = true,
+           .enum_values = {"datadog", "otel"}},
           {.name = "enable_tracing",
            .type = FieldType::kBoolean,
            .description = "Kept for compatibility; config.enable_tracing is the one read."},
           {.name = "config",
            .type = FieldType::kObject,
-           .required = true,
+           .description = "Required for datadog; optional for otel (tags, enable_tracing).",
            .fields = {
                {.name = "enable_tracing",
                 .type = FieldType::kBoolean,
-                .default_value = Value(false)},
+                .description = "Send one span per iteration (otel: default true)."},
                String("datadog_agent_host", "DogStatsD host."),
                String("datadog_host_env_var", "Variable holding the DogStatsD host."),
                {.name = "datadog_agent_port",
@@ -983,9 +987,15 @@ void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
           "unnest: true needs at least one entry in destination.config.record_schemas");
   }
 
-  // Datadog needs a host.
-  if (const Value* monitoring_config = config.FindPath("monitoring.config");
-      monitoring_config != nullptr && monitoring_config->is_map()) {
+  // Datadog needs a config block with a host; otel is configured by the OTEL_* variables.
+  const Value* monitoring_type = config.FindPath("monitoring.type");
+  bool datadog = monitoring_type != nullptr && monitoring_type->is_string() &&
+                 monitoring_type->AsString() == "datadog";
+  const Value* monitoring_config = config.FindPath("monitoring.config");
+  if (datadog && (monitoring_config == nullptr || monitoring_config->is_null())) {
+    error("monitoring", "monitoring.config is required for type datadog");
+  }
+  if (datadog && monitoring_config != nullptr && monitoring_config->is_map()) {
     const Value* host = monitoring_config->Find("datadog_agent_host");
     const Value* host_env = monitoring_config->Find("datadog_host_env_var");
     if ((host == nullptr || host->is_null()) && (host_env == nullptr || host_env->is_null())) {

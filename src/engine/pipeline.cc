@@ -25,6 +25,7 @@
 #include "engine/run_lock.h"
 #include "engine/settings.h"
 #include "engine/transform_workers.h"
+#include "monitoring/monitor.h"
 #include "python/python_source.h"
 #include "python/python_transforms.h"
 
@@ -460,6 +461,9 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
     }
     bool last = fetched->IsLast();
     fetched->records.SetExtractedAt(extracted_at);
+    bool iteration_failed = true;
+    ScopedIterationSpan span(iteration, extracted_at, fetched->records, iteration_failed);
+    DurableTally tally;
     if (transforms != nullptr && !fetched->records.empty()) {
       if (Status applied = transforms->Apply(fetched->records); !applied.ok()) {
         spdlog::error("{}", applied.message());
@@ -468,6 +472,7 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
       }
     }
     if (!fetched->records.empty()) {
+      tally.Add(fetched->records);
       auto wrote = destination.Write(fetched->records, NowMicros());
       if (!wrote) {
         error = wrote.error().WithFailureClass(FailureClass::kDestination);
@@ -497,6 +502,9 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
       error = committed.WithFailureClass(FailureClass::kSource);
       return ReturnStatus::kSourceError;
     }
+    tally.Report(NowMicros());
+    CurrentMonitor().PipelineStatus(ToString(ReturnStatus::kSuccess));  // As the original: each.
+    iteration_failed = false;
     written += static_cast<int64_t>(fetched->records.size());
     if (last) {
       spdlog::info("Stream {} caught up after {} records", label, written);
@@ -519,6 +527,27 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   }
   spdlog::info("Stream {}: wrote {} records this run", label, written);
   return ReturnStatus::kSuccess;
+}
+
+/// The monitor the `monitoring` block (or the OTEL_* variables) asks for; none when it cannot start:
+/// monitoring must not fail a run.
+std::unique_ptr<Monitor> StartMonitor(const LoadedConfig& config,
+                                      const PipelineSettings& settings) {
+  MonitorIdentity identity{
+      .pipeline_name = settings.pipeline_name,
+      .source_name = settings.key.source_name,
+      .stream_name = settings.key.stream_name,
+      .destination_name = settings.destination_name,
+      .default_destination_id =
+          settings.destination_config.is_map()
+              ? settings.destination_config.GetString("destination_id", settings.destination_name)
+              : settings.destination_name};
+  auto monitor = MakeMonitor(config.config.Find("monitoring"), identity);
+  if (!monitor) {
+    spdlog::warn("Monitoring is off for this run: {}", monitor.error().message());
+    return nullptr;
+  }
+  return std::move(*monitor);
 }
 
 /// `--role producer`: no run lock of the consumer's, no InitJob, no destination.
@@ -696,11 +725,13 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
     return failed;
   }
   Destination& destination = **destination_or;
+  ScopedMonitor monitor(StartMonitor(config, settings));
 
   if (runner == "stream") {
     Status error;
     ReturnStatus status =
         RunInline(source, destination, backend, settings, plan, transforms.get(), error);
+    if (status != ReturnStatus::kSuccess) monitor.get().PipelineStatus(ToString(status));
     outcome.stream = status;
     outcome.success = status == ReturnStatus::kSuccess;
     if (outcome.success) {
@@ -712,6 +743,7 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
     }
   } else {
     SidesResult sides;
+    monitor.get().PipelineStatus(ToString(ReturnStatus::kRunning));
     if (through_broker) {
       BrokeredSides brokered = RunThroughBroker(options.role, source, destination, backend,
                                                 settings, plan, *broker, transforms.get());
@@ -725,6 +757,7 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
     } else {
       sides = RunThreaded(source, destination, backend, settings, plan, transforms.get());
     }
+    monitor.get().PipelineStatus(ToString(sides.consumer.status));
     outcome.producer = sides.producer.status;
     outcome.consumer = sides.consumer.status;
     outcome.success = sides.producer.status == ReturnStatus::kSuccess &&

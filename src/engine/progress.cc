@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "bizon/clock.h"
+#include "monitoring/monitor.h"
 
 namespace bizon {
 namespace {
@@ -43,9 +44,16 @@ std::string Progress::Line(int64_t now_us) const {
   return line;
 }
 
+void Progress::Monitored(int64_t now_us) const {
+  double elapsed = static_cast<double>(now_us - started_us_) / 1e6;
+  CurrentMonitor().Progress(already_written_ + written_, total_,
+                            elapsed > 0 ? static_cast<double>(written_) / elapsed : 0);
+}
+
 void Progress::Update(int64_t written_this_run) {
   written_ = written_this_run;
   int64_t now = NowMicros();
+  Monitored(now);
   if (tty_) {
     if (now - last_print_us_ < kTerminalRefreshUs) return;
     std::fprintf(stderr, "\r\033[K%s", Line(now).c_str());
@@ -60,6 +68,7 @@ void Progress::Update(int64_t written_this_run) {
 
 void Progress::Finish(bool success) {
   int64_t now = NowMicros();
+  Monitored(now);
   if (drew_line_) std::fprintf(stderr, "\r\033[K");
   double elapsed = static_cast<double>(now - started_us_) / 1e6;
   spdlog::info("{} {}: wrote {} records in {:.2f} s ({:.0f} records/s)",

@@ -19,6 +19,8 @@ class Progress {
 
  private:
   std::string Line(int64_t now_us) const;
+  /// Completion and ETA to the run's monitor.
+  void Monitored(int64_t now_us) const;
 
   std::string label_;
   std::optional<int64_t> total_;
