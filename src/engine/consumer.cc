@@ -7,6 +7,7 @@
 
 #include "bizon/clock.h"
 #include "engine/progress.h"
+#include "monitoring/monitor.h"
 #include "python/python_transforms.h"
 
 namespace bizon {
@@ -80,12 +81,15 @@ class Consumer {
   /// cursor's state to Open(): a cursor without it would make Open() discard committed rows.
   Value destination_state_;
   TransformChain* transforms_;  // Null without transforms.
+  DurableTally tally_;          // What the next durable point makes durable, for monitoring.
+  bool failed_ = false;         // Set by Failed(), read by the iteration's span.
   /// The destination takes rows as they arrive: nothing is held here, buffer_size is the interval
   /// between durable points.
   bool appending_;
 };
 
 void Consumer::Cover(QueueMessage& message) {
+  tally_.Add(message.records);
   if (buffer_.empty()) {
     buffer_.from_iteration = message.iteration;
     buffer_.first_added_us = NowMicros();
@@ -108,6 +112,7 @@ void Consumer::Add(QueueMessage& message) {
 
 Status Consumer::Append(QueueMessage& message) {
   Cover(message);
+  tally_.Add(message.records);
   buffer_.appended_rows += static_cast<int64_t>(message.records.size());
   buffer_.appended_bytes += static_cast<int64_t>(message.records.PayloadBytes());
   return destination_.Append(message.records, NowMicros())
@@ -145,6 +150,7 @@ Status Consumer::Flush() {
   destination_state_ = std::move(*state);
   BIZON_RETURN_IF_ERROR(RecordCursor(buffer_.from_iteration, buffer_.to_iteration, rows,
                                      buffer_.pagination, destination_state_));
+  tally_.Report(NowMicros());
   written_ += rows;
   progress_.Update(written_);
   buffer_.Clear();
@@ -156,6 +162,7 @@ Status Consumer::WriteOversized(QueueMessage& message) {
   // a crash between chunks re-fetches the whole iteration, and the destination discards the
   // partial chunks on resume.
   const RecordBatch& records = message.records;
+  tally_.Add(records);
   size_t begin = 0;
   Value state;
   while (begin < records.size()) {
@@ -178,6 +185,7 @@ Status Consumer::WriteOversized(QueueMessage& message) {
   destination_state_ = std::move(state);
   BIZON_RETURN_IF_ERROR(RecordCursor(message.iteration, message.iteration, rows,
                                      message.next_pagination, destination_state_));
+  tally_.Report(NowMicros());
   written_ += rows;
   progress_.Update(written_);
   return Status::Ok();
@@ -185,6 +193,7 @@ Status Consumer::WriteOversized(QueueMessage& message) {
 
 ConsumerResult Consumer::Failed(ReturnStatus status, Status error) {
   spdlog::error("Consumer stopped: {}", error.message());
+  failed_ = true;
   progress_.Finish(false);
   return {status, std::nullopt, std::move(error)};
 }
@@ -270,6 +279,7 @@ ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& sto
       case QueueMessage::Kind::kData:
         break;
     }
+    ScopedIterationSpan span(message.iteration, message.extracted_at_us, message.records, failed_);
 
     if (transforms_ != nullptr && !message.records.empty()) {
       if (Status applied = transforms_->Apply(message.records); !applied.ok()) {
