@@ -1,9 +1,16 @@
-// bigquery: batch loads through Parquet files staged in Google Cloud Storage, published with copy
-// jobs. Declared only: the factory is null until the destination is built.
+// bigquery: batch loads through Avro files staged in Google Cloud Storage, published with copy
+// jobs (see bigquery_destination.h).
+#include "connectors/destinations/bigquery/bigquery_destination.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "bizon/config_spec.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
 namespace bizon {
@@ -26,10 +33,13 @@ std::vector<FieldSpec> BigqueryFields() {
        .example = "my-bizon-buffer"},
       {.name = "gcs_buffer_format",
        .type = FieldType::kEnum,
-       .description = "File format of the staged files; only parquet is implemented.",
+       .description = "File format of the staged files. Files are always Avro, BigQuery's "
+                      "recommended load format, which keeps every column type; parquet and csv "
+                      "(the original's values) are accepted and load the same Avro files, with "
+                      "a notice.",
        .nullable = false,
-       .default_value = "parquet",
-       .enum_values = {"parquet", "csv"}},
+       .default_value = "avro",
+       .enum_values = {"avro", "parquet", "csv"}},
       BigqueryTimePartitioningField(/*nullable=*/false),
       BigqueryEnforcePartitioningField(),
       {.name = "async_load",
@@ -59,17 +69,744 @@ std::vector<FieldSpec> BigqueryFields() {
   return fields;
 }
 
+Status DestinationFailure(StatusCode code, std::string message) {
+  return Status(code, std::move(message), FailureClass::kDestination);
+}
+
+Status Tagged(const Status& status, std::string_view context) {
+  return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
+}
+
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+bool IsTimestampColumn(std::string_view name) {
+  return name == "_source_timestamp" || name == "_bizon_extracted_at" || name == "_bizon_loaded_at";
+}
+
+std::string DescribeLayout(const BigQueryTable& table) {
+  std::string out;
+  if (!table.time_partitioning) {
+    out = "not partitioned";
+  } else if (table.time_partitioning->field.empty()) {
+    out = fmt::format("partitioned by ingestion time ({})", table.time_partitioning->type);
+  } else {
+    out = fmt::format("partitioned by `{}` ({})", table.time_partitioning->field,
+                      table.time_partitioning->type);
+  }
+  if (!table.clustering_fields.empty()) {
+    out += fmt::format(", clustered by ({})", fmt::join(table.clustering_fields, ", "));
+  }
+  return out;
+}
+
+bool SameLayout(const BigQueryTable& a, const BigQueryTable& b) {
+  bool a_partitioned = a.time_partitioning.has_value();
+  if (a_partitioned != b.time_partitioning.has_value()) return false;
+  if (a_partitioned && (a.time_partitioning->type != b.time_partitioning->type ||
+                        a.time_partitioning->field != b.time_partitioning->field)) {
+    return false;
+  }
+  return a.clustering_fields == b.clustering_fields;
+}
+
 }  // namespace
+
+std::string BigqueryStagingName(std::string_view table, SyncMode sync_mode) {
+  switch (sync_mode) {
+    case SyncMode::kFullRefresh:
+      return std::string(table) + "_temp";
+    case SyncMode::kIncremental:
+      return std::string(table) + "_incremental";
+    case SyncMode::kStream:
+      return std::string(table);
+  }
+  return std::string(table);
+}
+
+std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_id,
+                          std::string_view table, int64_t sequence) {
+  std::string job(pipeline_job_id);
+  for (char& c : job) {
+    auto byte = static_cast<unsigned char>(c);
+    if (!(std::isalnum(byte) != 0 || c == '_' || c == '-') || byte >= 0x80) c = '_';
+  }
+  return fmt::format("bizon_{}_{}_{:016x}_{}", kind, job, Fnv1a(table), sequence);
+}
+
+Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
+  BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(table));
+  for (char c : table) {
+    if (c == '.' || c == '`' || c == '/' || c == '\\') {
+      return DestinationFailure(
+          StatusCode::kInvalidArgument,
+          fmt::format("BigQuery table name {} holds '{}': a bigquery destination id is a bare "
+                      "table name in the configured dataset",
+                      QuoteDestinationId(table), c));
+    }
+  }
+  if (BigqueryStagingName(table, sync_mode).size() > 1024) {
+    return DestinationFailure(
+        StatusCode::kInvalidArgument,
+        fmt::format("BigQuery table name {} is too long: BigQuery allows 1024 bytes, staging "
+                    "suffix included",
+                    QuoteDestinationId(table.substr(0, 40))));
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<BigQueryTimePartitioning>> ResolveBigqueryPartitioning(
+    const Value* time_partitioning, bool unnest,
+    const std::map<std::string, std::vector<BqColumn>, std::less<>>& unnest_columns) {
+  constexpr std::string_view kPath = "destination.config.time_partitioning";
+  BigQueryTimePartitioning partitioning;
+  std::optional<std::string> field;  // nullopt: not written; "" : null (ingestion time).
+  bool field_written = false;
+  if (time_partitioning == nullptr || time_partitioning->is_null()) {
+    field_written = false;
+  } else if (time_partitioning->is_string()) {
+    partitioning.type = time_partitioning->AsString();
+  } else if (time_partitioning->is_map()) {
+    partitioning.type = time_partitioning->GetString("type", "DAY");
+    if (const Value* written = time_partitioning->Find("field"); written != nullptr) {
+      field_written = true;
+      field = written->is_null() ? std::string() : written->ToDisplayString();
+    }
+  }
+  if (!unnest) {
+    if (!field_written) field = "_bizon_loaded_at";
+    if (!field->empty() && !IsTimestampColumn(*field)) {
+      return Fail(InvalidArgumentError(fmt::format(
+          "{}.field: '{}' is not a TIMESTAMP column of the table; partition on one of "
+          "_source_timestamp, _bizon_extracted_at, _bizon_loaded_at, or set it to null for "
+          "ingestion time",
+          kPath, *field)));
+    }
+    partitioning.field = *field;
+    return partitioning;
+  }
+  // Unnest: the declared default names _bizon_loaded_at, which a record schema rarely has; a
+  // field the user did not write (or that default) partitions by ingestion time.
+  bool declared_anywhere = false;
+  if (field && *field == "_bizon_loaded_at") {
+    for (const auto& [id, columns] : unnest_columns) {
+      for (const BqColumn& column : columns) declared_anywhere |= column.name == *field;
+    }
+    if (!declared_anywhere) field_written = false;
+  }
+  if (!field_written || field->empty()) {
+    if (!field_written) {
+      spdlog::info(
+          "bigquery destination: unnest is on and time_partitioning names no field of the "
+          "record schemas; tables are partitioned by ingestion time ({})",
+          partitioning.type);
+    }
+    partitioning.field.clear();
+    return partitioning;
+  }
+  for (const auto& [id, columns] : unnest_columns) {
+    auto found = std::find_if(columns.begin(), columns.end(),
+                              [&](const BqColumn& column) { return column.name == *field; });
+    if (found == columns.end() ||
+        (found->type != BqColumnType::kTimestamp && found->type != BqColumnType::kDate &&
+         found->type != BqColumnType::kDatetime)) {
+      std::vector<std::string> available;
+      for (const BqColumn& column : columns) {
+        if (column.type == BqColumnType::kTimestamp || column.type == BqColumnType::kDate ||
+            column.type == BqColumnType::kDatetime) {
+          available.push_back(column.name);
+        }
+      }
+      return Fail(InvalidArgumentError(fmt::format(
+          "{}.field: '{}' is not a TIMESTAMP, DATE or DATETIME column of the record schema of "
+          "destination_id '{}' (its partitionable columns: {})",
+          kPath, *field, id,
+          available.empty() ? "none" : fmt::format("{}", fmt::join(available, ", ")))));
+    }
+    if (found->type == BqColumnType::kDate && partitioning.type == "HOUR") {
+      return Fail(InvalidArgumentError(
+          fmt::format("{}.type: HOUR cannot partition the DATE column '{}' of destination_id "
+                      "'{}'; use DAY, MONTH or YEAR",
+                      kPath, *field, id)));
+    }
+  }
+  partitioning.field = *field;
+  return partitioning;
+}
+
+BigqueryDestination::BigqueryDestination(const DestinationContext& context) : sync_(context.sync) {}
+
+BigqueryDestination::~BigqueryDestination() = default;
+
+Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
+    const DestinationContext& context) {
+  std::unique_ptr<BigqueryDestination> destination(new BigqueryDestination(context));
+  BigqueryDestination& d = *destination;
+  const Value& config = context.config;
+  d.project_ = config.GetString("project_id");
+  d.dataset_ = config.GetString("dataset_id");
+  d.dataset_location_ = config.GetString("dataset_location", "US");
+  d.create_dataset_ = config.GetBool("create_dataset", false);
+  d.bucket_ = config.GetString("gcs_buffer_bucket");
+  d.buffer_format_ = config.GetString("gcs_buffer_format", "avro");
+  d.enforce_partitioning_ = config.GetBool("enforce_partitioning", false);
+  d.async_load_ = config.GetBool("async_load", false);
+  d.files_per_job_ = std::max<int64_t>(1, config.GetInteger("load_files_per_job", 10));
+  d.max_in_flight_ = std::max<int64_t>(1, config.GetInteger("load_max_in_flight_jobs", 3));
+  d.table_prefix_ = config.GetString("table_prefix", "_bizon_");
+  if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
+    d.service_account_key_ = auth->GetString("service_account_key");
+  }
+  d.default_destination_id_ = config.GetString("destination_id");
+  d.unnest_ = config.GetBool("unnest", false);
+  if (d.project_.empty() || d.dataset_.empty() || d.bucket_.empty()) {
+    return Fail(InvalidArgumentError(
+        "destination.config: project_id, dataset_id and gcs_buffer_bucket are required"));
+  }
+  if (const Value* schemas = config.Find("record_schemas");
+      schemas != nullptr && schemas->is_list()) {
+    for (size_t i = 0; i < schemas->AsList().size(); ++i) {
+      const Value& entry = schemas->AsList()[i];
+      std::string where = fmt::format("destination.config.record_schemas[{}]", i);
+      std::string id = entry.GetString("destination_id");
+      const Value* record_schema = entry.Find("record_schema");
+      BIZON_ASSIGN_OR_RETURN(
+          std::vector<BqColumn> columns,
+          ParseRecordSchema(record_schema != nullptr ? *record_schema : Value(), where));
+      std::vector<std::string> keys;
+      if (const Value* clustering = entry.Find("clustering_keys");
+          clustering != nullptr && clustering->is_list()) {
+        const std::vector<BqColumn>& written = d.unnest_ ? columns : BigqueryRawColumns();
+        for (const Value& key : clustering->AsList()) {
+          std::string name = key.ToDisplayString();
+          if (std::none_of(written.begin(), written.end(),
+                           [&](const BqColumn& column) { return column.name == name; })) {
+            return Fail(InvalidArgumentError(fmt::format(
+                "{}.clustering_keys: '{}' is not a column of the table{}", where, name,
+                d.unnest_ ? "" : " (without unnest the columns are the _bizon_/_source_ ones)")));
+          }
+          keys.push_back(std::move(name));
+        }
+        if (keys.size() > 4) {
+          return Fail(InvalidArgumentError(
+              fmt::format("{}.clustering_keys: BigQuery clusters by at most 4 columns", where)));
+        }
+      }
+      d.schemas_[id] = std::move(columns);
+      if (!keys.empty()) d.clustering_[id] = std::move(keys);
+    }
+  }
+  if (d.unnest_ && d.schemas_.empty()) {
+    return Fail(InvalidArgumentError(
+        "destination.config.unnest: At least one `record_schemas` must be provided if `unnest` "
+        "is set to True."));
+  }
+  std::map<std::string, std::vector<BqColumn>, std::less<>> none;
+  BIZON_ASSIGN_OR_RETURN(d.partitioning_,
+                         ResolveBigqueryPartitioning(config.Find("time_partitioning"), d.unnest_,
+                                                     d.unnest_ ? d.schemas_ : none));
+  if (!d.default_destination_id_.empty()) {
+    Status checked = CheckBigqueryTableName(d.default_destination_id_, d.sync_.sync_mode);
+    if (!checked.ok()) {
+      return Fail(InvalidArgumentError("destination.config.destination_id: " + checked.message()));
+    }
+  }
+  return destination;
+}
+
+BigQueryTableRef BigqueryDestination::Ref(std::string_view table) const {
+  return {.project = project_, .dataset = dataset_, .table = std::string(table)};
+}
+
+BigQueryJobRef BigqueryDestination::JobRef(std::string job_id) const {
+  return {.project = project_, .job_id = std::move(job_id), .location = job_location_};
+}
+
+Status BigqueryDestination::Open(const Value& resume_state) {
+  std::shared_ptr<GoogleCredentials> credentials;
+  if (!service_account_key_.empty()) {
+    BIZON_ASSIGN_OR_RETURN(
+        credentials,
+        MakeGoogleCredentials(
+            {.inline_key = service_account_key_,
+             .inline_key_origin = "destination.config.authentication.service_account_key",
+             .scopes = {std::string(kBigQueryScope), std::string(kGcsReadWriteScope)}}));
+  }
+  BigQueryClientOptions bigquery_options;
+  bigquery_options.credentials = credentials;
+  bigquery_options.project = project_;
+  auto bigquery = BigQueryClient::Make(std::move(bigquery_options));
+  if (!bigquery) return Tagged(bigquery.error(), "BigQuery client");
+  bigquery_ = std::move(*bigquery);
+  GcsClientOptions gcs_options;
+  gcs_options.credentials = credentials;
+  auto gcs = GcsClient::Make(std::move(gcs_options));
+  if (!gcs) return Tagged(gcs.error(), "Cloud Storage client");
+  gcs_ = std::move(*gcs);
+  if (buffer_format_ != "avro") {
+    spdlog::info(
+        "bigquery destination: gcs_buffer_format {} is written as Avro files (BigQuery's "
+        "recommended load format; the table is the same)",
+        buffer_format_);
+  }
+
+  auto dataset = bigquery_->GetDataset(project_, dataset_);
+  if (!dataset && dataset.error().code() == StatusCode::kNotFound) {
+    if (!create_dataset_) {
+      return DestinationFailure(
+          StatusCode::kFailedPrecondition,
+          fmt::format("BigQuery dataset {}.{} does not exist. Create it manually or set "
+                      "`create_dataset: true` on the destination config.",
+                      project_, dataset_));
+    }
+    dataset = bigquery_->InsertDataset(
+        {.project = project_, .dataset = dataset_, .location = dataset_location_}, true);
+  }
+  if (!dataset) return Tagged(dataset.error(), fmt::format("dataset {}.{}", project_, dataset_));
+  job_location_ = dataset->location;
+
+  // The default table (spec 8.1.1): an explicit id is a bare table name; otherwise an existing
+  // unprefixed <source>_<stream> is reused, else the prefixed name.
+  if (!default_destination_id_.empty()) {
+    default_table_ = default_destination_id_;
+  } else {
+    std::string base = sync_.source_name + "_" + sync_.stream_name;
+    default_table_ = base;
+    if (!table_prefix_.empty()) {
+      auto legacy = bigquery_->GetTable(Ref(base));
+      if (!legacy && legacy.error().code() == StatusCode::kNotFound) {
+        default_table_ = table_prefix_ + base;
+      } else if (!legacy) {
+        spdlog::warn("bigquery destination: could not look up table {}, writing to it: {}",
+                     Ref(base).ToString(), legacy.error().message());
+      }
+    }
+  }
+
+  loads_ = resume_state.GetInteger("loads", 0);
+  if (const Value* tables = resume_state.Find("tables"); tables != nullptr && tables->is_list()) {
+    for (const Value& name : tables->AsList()) {
+      BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(name.ToDisplayString()));
+      BIZON_RETURN_IF_ERROR(Prepare(*table));
+    }
+  }
+  if (const Value* pending = resume_state.Find("pending");
+      pending != nullptr && pending->is_list()) {
+    for (const Value& file : pending->AsList()) {
+      pending_.push_back({.table = file.GetString("table"),
+                          .object = file.GetString("object"),
+                          .sequence = file.GetInteger("sequence")});
+    }
+  }
+  if (const Value* jobs = resume_state.Find("in_flight"); jobs != nullptr && jobs->is_list()) {
+    for (const Value& job : jobs->AsList()) {
+      InFlightJob restored{.table = job.GetString("table"), .job_id = job.GetString("job_id")};
+      if (const Value* objects = job.Find("objects"); objects != nullptr && objects->is_list()) {
+        for (const Value& object : objects->AsList()) {
+          restored.objects.push_back(object.ToDisplayString());
+        }
+      }
+      in_flight_.push_back(std::move(restored));
+    }
+  }
+  // Jobs a dead run submitted: finish them before anything new is loaded.
+  while (!in_flight_.empty()) BIZON_RETURN_IF_ERROR(CompleteOldest());
+  return Status::Ok();
+}
+
+Result<BigqueryDestination::TableState*> BigqueryDestination::TableFor(
+    std::string_view destination_id) {
+  std::string name(destination_id.empty() ? std::string_view(default_table_) : destination_id);
+  if (auto found = tables_.find(name); found != tables_.end()) return &found->second;
+  if (!destination_id.empty()) {
+    BIZON_RETURN_IF_ERROR(CheckBigqueryTableName(name, sync_.sync_mode));
+  }
+  TableState table;
+  table.name = name;
+  table.staging = BigqueryStagingName(name, sync_.sync_mode);
+  // The record_schemas entry: the record's destination id, else the configured one, else the
+  // only entry there is.
+  std::string key = destination_id.empty() ? default_destination_id_ : std::string(destination_id);
+  auto schema = schemas_.find(key);
+  if (schema == schemas_.end()) schema = schemas_.find(name);
+  if (schema == schemas_.end() && destination_id.empty() && schemas_.size() == 1) {
+    schema = schemas_.begin();
+  }
+  if (unnest_) {
+    if (schema == schemas_.end()) {
+      return Fail(DestinationFailure(
+          StatusCode::kInvalidArgument,
+          fmt::format("unnest is on but record_schemas has no entry for destination_id {}",
+                      QuoteDestinationId(key.empty() ? name : key))));
+    }
+    table.columns = schema->second;
+  } else {
+    table.columns = BigqueryRawColumns();
+  }
+  if (schema != schemas_.end()) {
+    if (auto keys = clustering_.find(schema->first); keys != clustering_.end()) {
+      table.clustering = keys->second;
+    }
+  }
+  auto [inserted, unused] = tables_.emplace(name, std::move(table));
+  return &inserted->second;
+}
+
+Status BigqueryDestination::Prepare(TableState& table) {
+  if (table.prepared) return Status::Ok();
+  BigQueryTable wanted;
+  wanted.ref = Ref(table.staging);
+  wanted.schema = ToBigQuerySchema(table.columns);
+  wanted.time_partitioning = partitioning_;
+  wanted.clustering_fields = table.clustering;
+  bool staged = sync_.sync_mode != SyncMode::kStream;
+  std::string owner = fmt::format("bizon staging table of pipeline job {}", sync_.job_id);
+  if (staged) wanted.description = owner;
+  auto existing = bigquery_->GetTable(wanted.ref);
+  if (existing) {
+    if (!staged || existing->description == owner) {
+      table.prepared = true;
+      return Status::Ok();
+    }
+    // Left by another job (a failed or killed earlier run): its rows are not this job's.
+    spdlog::info("bigquery destination: dropping staging table {} left by an earlier job",
+                 wanted.ref.ToString());
+    Status dropped = bigquery_->DeleteTable(wanted.ref, true);
+    if (!dropped.ok()) return Tagged(dropped, "dropping " + wanted.ref.ToString());
+  } else if (existing.error().code() != StatusCode::kNotFound) {
+    return Tagged(existing.error(), "table " + wanted.ref.ToString());
+  }
+  auto created = bigquery_->InsertTable(wanted, true);
+  if (!created) return Tagged(created.error(), "creating table " + wanted.ref.ToString());
+  table.prepared = true;
+  return Status::Ok();
+}
+
+BigQueryLoadConfig BigqueryDestination::LoadConfig(const TableState& table,
+                                                   const std::vector<std::string>& objects) const {
+  BigQueryLoadConfig load;
+  for (const std::string& object : objects) {
+    load.source_uris.push_back(fmt::format("gs://{}/{}", bucket_, object));
+  }
+  load.source_format = "AVRO";
+  load.destination = Ref(table.staging);
+  load.schema = ToBigQuerySchema(table.columns);
+  load.write_disposition = "WRITE_APPEND";
+  load.create_disposition = "CREATE_IF_NEEDED";
+  load.schema_update_options = {"ALLOW_FIELD_ADDITION", "ALLOW_FIELD_RELAXATION"};
+  load.time_partitioning = partitioning_;
+  load.clustering_fields = table.clustering;
+  load.use_avro_logical_types = true;
+  return load;
+}
+
+Result<BigQueryJob> BigqueryDestination::EnsureJob(const std::string& base_id,
+                                                   const Value& configuration, bool wait) {
+  constexpr int kAttempts = 5;
+  Status last = Status::Ok();
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::string id = attempt == 0 ? base_id : fmt::format("{}_r{}", base_id, attempt);
+    BigQueryJobRef ref = JobRef(id);
+    auto existing = bigquery_->GetJob(ref);
+    if (existing) {
+      BigQueryJob job = std::move(*existing);
+      if (!job.done()) {
+        if (!wait) return job;
+        auto waited = bigquery_->WaitForJob(job);
+        if (!waited) {
+          // It failed: its id cannot run again, the next attempt has its own.
+          last = waited.error();
+          continue;
+        }
+        job = std::move(*waited);
+      }
+      if (job.error) {
+        // A failed job's id cannot run again: the next attempt has its own.
+        spdlog::info("bigquery destination: job {} failed earlier ({}); retrying as a new job", id,
+                     job.error->message());
+        last = *job.error;
+        continue;
+      }
+      spdlog::info("bigquery destination: job {} already ran; not running it again", id);
+      job.already_existed = true;
+      return job;
+    }
+    if (existing.error().code() != StatusCode::kNotFound) return Fail(existing.error());
+    auto inserted = bigquery_->InsertJob(ref, configuration);
+    if (!inserted) return Fail(inserted.error());
+    if (!wait) return inserted;
+    if (inserted->done() && !inserted->error) return inserted;
+    auto waited = bigquery_->WaitForJob(std::move(*inserted));
+    if (waited) return waited;
+    if (waited.error().code() != StatusCode::kUnavailable) return Fail(waited.error());
+    last = waited.error();
+  }
+  return Fail(last);
+}
+
+Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t sequence,
+                                                const RecordBatch& records,
+                                                const std::vector<size_t>& rows,
+                                                int64_t loaded_at_us) {
+  BIZON_ASSIGN_OR_RETURN(auto encoder, LoadFileEncoder::Make(table.columns, unnest_));
+  for (size_t row : rows) {
+    Status appended = encoder->Append(records, row, loaded_at_us);
+    if (!appended.ok()) {
+      return Fail(
+          appended.WithContext("table " + table.name).WithFailureClass(FailureClass::kDestination));
+    }
+  }
+  BIZON_ASSIGN_OR_RETURN(std::string file, encoder->Finish());
+  std::string object = fmt::format("{}/{}/{}/{:016x}_{}.avro", sync_.source_name, sync_.stream_name,
+                                   sync_.job_id, Fnv1a(table.name), sequence);
+  auto uploaded = gcs_->Upload(bucket_, object, file, "application/octet-stream");
+  if (!uploaded) {
+    return Fail(Tagged(uploaded.error(), fmt::format("uploading gs://{}/{}", bucket_, object)));
+  }
+  return object;
+}
+
+void BigqueryDestination::DeleteObjects(const std::vector<std::string>& objects) {
+  for (const std::string& object : objects) {
+    Status deleted = gcs_->Delete(bucket_, object);
+    // A leftover staging file costs storage only; OnJobSucceeded() sweeps the job's prefix.
+    if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) {
+      spdlog::warn("bigquery destination: could not delete gs://{}/{}: {}", bucket_, object,
+                   deleted.message());
+    }
+  }
+}
+
+Status BigqueryDestination::SubmitPending(bool all) {
+  while (!pending_.empty() && (all || static_cast<int64_t>(pending_.size()) >= files_per_job_)) {
+    // One job per table, over the oldest files of that table, up to files_per_job_.
+    std::string table_name = pending_.front().table;
+    InFlightJob job{.table = table_name};
+    int64_t first_sequence = pending_.front().sequence;
+    std::vector<PendingFile> rest;
+    for (PendingFile& file : pending_) {
+      if (file.table == table_name && static_cast<int64_t>(job.objects.size()) < files_per_job_) {
+        job.objects.push_back(file.object);
+      } else {
+        rest.push_back(std::move(file));
+      }
+    }
+    BIZON_ASSIGN_OR_RETURN(TableState * table,
+                           TableFor(table_name == default_table_ ? "" : table_name));
+    BIZON_RETURN_IF_ERROR(Prepare(*table));
+    job.job_id = BigqueryJobId("load", sync_.job_id, table_name, first_sequence);
+    Value configuration = LoadConfig(*table, job.objects).ToJson();
+    auto submitted = EnsureJob(job.job_id, configuration, /*wait=*/false);
+    if (!submitted) return Tagged(submitted.error(), "BigQuery async load");
+    in_flight_.push_back(std::move(job));
+    pending_ = std::move(rest);
+  }
+  return Status::Ok();
+}
+
+Status BigqueryDestination::CompleteOldest() {
+  InFlightJob job = std::move(in_flight_.front());
+  in_flight_.erase(in_flight_.begin());
+  BIZON_ASSIGN_OR_RETURN(TableState * table,
+                         TableFor(job.table == default_table_ ? "" : job.table));
+  BIZON_RETURN_IF_ERROR(Prepare(*table));
+  Value configuration = LoadConfig(*table, job.objects).ToJson();
+  // job_id is the id without a retry suffix: EnsureJob() finds the attempt that ran.
+  auto done = EnsureJob(job.job_id, configuration, /*wait=*/true);
+  if (!done) {
+    in_flight_.insert(in_flight_.begin(), std::move(job));
+    return DestinationFailure(
+        done.error().code(),
+        "BigQuery async load job failed, aborting to preserve cursors: " + done.error().message());
+  }
+  DeleteObjects(job.objects);
+  return Status::Ok();
+}
+
+Status BigqueryDestination::ReapDone() {
+  while (!in_flight_.empty()) {
+    auto job = bigquery_->GetJob(JobRef(in_flight_.front().job_id));
+    if (!job || !job->done()) return Status::Ok();
+    BIZON_RETURN_IF_ERROR(CompleteOldest());
+  }
+  return Status::Ok();
+}
+
+Value BigqueryDestination::CurrentState() const {
+  Value::List tables;
+  for (const auto& [name, table] : tables_) tables.emplace_back(name);
+  Value state(Value::Map{{"loads", loads_}, {"tables", std::move(tables)}});
+  if (async_load_) {
+    Value::List pending;
+    for (const PendingFile& file : pending_) {
+      pending.emplace_back(
+          Value::Map{{"table", file.table}, {"object", file.object}, {"sequence", file.sequence}});
+    }
+    Value::List jobs;
+    for (const InFlightJob& job : in_flight_) {
+      Value::List objects(job.objects.begin(), job.objects.end());
+      jobs.emplace_back(Value::Map{
+          {"table", job.table}, {"job_id", job.job_id}, {"objects", std::move(objects)}});
+    }
+    state.Set("pending", std::move(pending));
+    state.Set("in_flight", std::move(jobs));
+  }
+  return state;
+}
+
+Result<Value> BigqueryDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
+  if (async_load_) {
+    // Only files an earlier cursor recorded go into a job: a job never carries rows that a
+    // resumed run would fetch again.
+    BIZON_RETURN_IF_ERROR(SubmitPending(false));
+  }
+  int64_t sequence = ++loads_;
+  std::map<std::string, std::vector<size_t>, std::less<>> groups;
+  for (size_t i = 0; i < records.size(); ++i) {
+    groups[std::string(records.destination_id(i))].push_back(i);
+  }
+  for (const auto& [destination_id, rows] : groups) {
+    BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(destination_id));
+    BIZON_RETURN_IF_ERROR(Prepare(*table));
+    BIZON_ASSIGN_OR_RETURN(std::string object,
+                           Upload(*table, sequence, records, rows, loaded_at_us));
+    if (async_load_) {
+      pending_.push_back({.table = table->name, .object = object, .sequence = sequence});
+      continue;
+    }
+    std::string job_id = BigqueryJobId("load", sync_.job_id, table->name, sequence);
+    Value configuration = LoadConfig(*table, {object}).ToJson();
+    auto loaded = EnsureJob(job_id, configuration, /*wait=*/true);
+    DeleteObjects({object});
+    if (!loaded) {
+      return Fail(Tagged(loaded.error(), fmt::format("loading {} rows into {}", rows.size(),
+                                                     Ref(table->staging).ToString())));
+    }
+  }
+  if (async_load_) {
+    while (static_cast<int64_t>(in_flight_.size()) > max_in_flight_) {
+      BIZON_RETURN_IF_ERROR(CompleteOldest());
+    }
+    BIZON_RETURN_IF_ERROR(ReapDone());
+  }
+  return CurrentState();
+}
+
+Status BigqueryDestination::CheckPartitioning(const TableState& table) {
+  auto staging = bigquery_->GetTable(Ref(table.staging));
+  if (!staging) return Status::Ok();  // Nothing staged.
+  auto main = bigquery_->GetTable(Ref(table.name));
+  if (!main) return Status::Ok();  // The first run: the copy creates it.
+  if (SameLayout(*staging, *main)) return Status::Ok();
+  spdlog::warn("bigquery destination: table {} is {}, but this run staged it {}",
+               Ref(table.name).ToString(), DescribeLayout(*main), DescribeLayout(*staging));
+  if (!enforce_partitioning_) {
+    spdlog::warn(
+        "bigquery destination: set enforce_partitioning: true to recreate {} with the "
+        "configured layout on a full refresh",
+        Ref(table.name).ToString());
+    return Status::Ok();
+  }
+  if (sync_.sync_mode == SyncMode::kIncremental) {
+    spdlog::warn(
+        "bigquery destination: enforce_partitioning acts on full refreshes only; run `bizon "
+        "stream reset` to rebuild {}",
+        Ref(table.name).ToString());
+    return Status::Ok();
+  }
+  spdlog::warn(
+      "bigquery destination: enforce_partitioning: dropping {} so that the publish "
+      "recreates it",
+      Ref(table.name).ToString());
+  Status dropped = bigquery_->DeleteTable(Ref(table.name), true);
+  if (!dropped.ok()) return Tagged(dropped, "dropping " + Ref(table.name).ToString());
+  return Status::Ok();
+}
+
+Status BigqueryDestination::Publish(TableState& table) {
+  BIZON_RETURN_IF_ERROR(CheckPartitioning(table));
+  BigQueryCopyConfig copy;
+  copy.sources = {Ref(table.staging)};
+  copy.destination = Ref(table.name);
+  copy.write_disposition =
+      sync_.sync_mode == SyncMode::kFullRefresh ? "WRITE_TRUNCATE" : "WRITE_APPEND";
+  copy.create_disposition = "CREATE_IF_NEEDED";
+  Value configuration = copy.ToJson();
+  auto copied = EnsureJob(BigqueryJobId("publish", sync_.job_id, table.name, 0), configuration,
+                          /*wait=*/true);
+  if (!copied) {
+    std::string message = copied.error().message();
+    std::string advice;
+    if (message.find("artition") != std::string::npos ||
+        message.find("luster") != std::string::npos) {
+      advice = sync_.sync_mode == SyncMode::kFullRefresh
+                   ? " (set enforce_partitioning: true to recreate the table with the new layout)"
+                   : " (run `bizon stream reset` to rebuild the table with the new layout)";
+    }
+    return Tagged(copied.error(),
+                  fmt::format("publishing {} to {}{}", Ref(table.staging).ToString(),
+                              Ref(table.name).ToString(), advice));
+  }
+  auto published = bigquery_->GetTable(Ref(table.name));
+  if (!published) {
+    return DestinationFailure(StatusCode::kInternal,
+                              fmt::format("Table {} not found", Ref(table.name).ToString()));
+  }
+  return Status::Ok();
+}
+
+Status BigqueryDestination::Finalize() {
+  if (async_load_) {
+    BIZON_RETURN_IF_ERROR(SubmitPending(true));
+    while (!in_flight_.empty()) BIZON_RETURN_IF_ERROR(CompleteOldest());
+  }
+  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
+  for (auto& [name, table] : tables_) BIZON_RETURN_IF_ERROR(Publish(table));
+  return Status::Ok();
+}
+
+Status BigqueryDestination::OnJobSucceeded() {
+  if (sync_.sync_mode != SyncMode::kStream) {
+    for (auto& [name, table] : tables_) {
+      Status dropped = bigquery_->DeleteTable(Ref(table.staging), true);
+      if (!dropped.ok()) {
+        spdlog::warn("bigquery destination: could not drop staging table {}: {}",
+                     Ref(table.staging).ToString(), dropped.message());
+      }
+    }
+  }
+  // Files of loads a dead run uploaded but never recorded.
+  auto leftovers = gcs_->List(
+      bucket_, fmt::format("{}/{}/{}/", sync_.source_name, sync_.stream_name, sync_.job_id));
+  if (leftovers) {
+    std::vector<std::string> names;
+    for (const GcsObject& object : *leftovers) names.push_back(object.name);
+    DeleteObjects(names);
+  }
+  return Status::Ok();
+}
+
+namespace {}  // namespace
 
 Status RegisterBigqueryDestination(ConnectorRegistry& registry) {
   return registry.AddDestination({
       .name = "bigquery",
-      .description = "BigQuery through Parquet files staged in Cloud Storage, loaded by load "
+      .description = "BigQuery through Avro files staged in Cloud Storage, loaded by load "
                      "jobs and published with copy jobs.",
       .alias = "bigquery",
       .config = {.fields = BigqueryFields(), .unknown_keys = UnknownKeys::kError},
       .supports_reset = true,
-      .factory = nullptr,
+      .check_destination_id = CheckBigqueryTableName,
+      .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
+        BIZON_ASSIGN_OR_RETURN(auto destination, BigqueryDestination::Create(context));
+        return std::unique_ptr<Destination>(std::move(destination));
+      },
   });
 }
 

@@ -1,0 +1,153 @@
+// The bigquery destination: batch loads. Every engine flush becomes one Avro file per table in
+// the `gcs_buffer_bucket`, loaded by a load job into the table's staging table; Finalize()
+// publishes the staging table with a copy job.
+//
+// | sync mode                  | Write() loads into      | Finalize()                           |
+// |----------------------------|-------------------------|--------------------------------------|
+// | full refresh (and a reset) | `<table>_temp`          | copy to `<table>`, WRITE_TRUNCATE     |
+// | incremental                | `<table>_incremental`   | copy to `<table>`, WRITE_APPEND       |
+// | stream                     | `<table>`               | nothing                              |
+//
+// A copy job is atomic: readers see the previous table until it lands, and a failed or killed
+// run never reaches it. Staging tables are created with tables.insert (schema, partitioning,
+// clustering, and a description naming the pipeline job that owns them); a staging table owned
+// by another job (a failed earlier run) is dropped and made again, one owned by this job (a
+// resumed run) is kept. They are dropped by OnJobSucceeded().
+//
+// Exactly-once: the N-th load of a pipeline job has the job id
+// `bizon_load_<pipeline job id>_<table hash>_<N>` (N counts every Write() of the job, across
+// resumes: it travels in the state recorded with the destination cursor). Before inserting a
+// load, the destination asks for that job id: a job already DONE without error is the same rows
+// loaded by a run that died before its cursor was recorded, and is not loaded again (BigQuery
+// also refuses a second job with one id; the emulator does not, hence the lookup). A failed job
+// is retried as `<id>_r<k>`. Publishing copy jobs have ids of the same kind, so a Finalize()
+// repeated after a crash appends once. This holds as long as a resumed run cuts its flushes
+// where the dead one did, which the engine does for size-based flushes of a deterministic
+// source; see README.md for the time-based case.
+//
+// `async_load`: Write() uploads the files and submits one load job per `load_files_per_job`
+// files already recorded by an earlier cursor (so a job never carries rows a resumed run fetches
+// again), keeps at most `load_max_in_flight_jobs` running, and records the files and jobs still
+// pending in the cursor state; Open() of a resumed run finishes them, Finalize() drains them.
+//
+// Thread safety: one instance is used from the consumer's thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bizon/registry.h"
+#include "connectors/destinations/bigquery/bigquery_load_schema.h"
+#include "google/bigquery_client.h"
+#include "google/gcs_client.h"
+
+namespace bizon {
+
+/// Where Write() loads `table`: `<table>_temp`, `<table>_incremental`, or the table itself.
+std::string BigqueryStagingName(std::string_view table, SyncMode sync_mode);
+
+/// A deterministic BigQuery job id: `bizon_<kind>_<pipeline job id>_<16 hex of the table>_<n>`
+/// (characters outside [A-Za-z0-9_-] of the pipeline job id become '_').
+std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_id,
+                          std::string_view table, int64_t sequence);
+
+/// The partitioning of the tables bizon creates, from `time_partitioning` (block, bare window or
+/// default) checked against the written columns (spec 8.1.6). nullopt: not partitioned.
+/// `unnest_columns`: the record_schemas entries' columns (empty in raw mode).
+Result<std::optional<BigQueryTimePartitioning>> ResolveBigqueryPartitioning(
+    const Value* time_partitioning, bool unnest,
+    const std::map<std::string, std::vector<BqColumn>, std::less<>>& unnest_columns);
+
+/// Refuses a destination id that cannot name a BigQuery table: empty, control characters, '.',
+/// '`', or longer than 1024 bytes with its staging suffix.
+Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode);
+
+class BigqueryDestination final : public Destination {
+ public:
+  /// Checks the config (record_schemas, partitioning, clustering); connects in Open().
+  static Result<std::unique_ptr<BigqueryDestination>> Create(const DestinationContext& context);
+  ~BigqueryDestination() override;
+  BigqueryDestination(const BigqueryDestination&) = delete;
+  BigqueryDestination& operator=(const BigqueryDestination&) = delete;
+
+  Status Open(const Value& resume_state) override;
+  Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
+  Status Finalize() override;
+  Status OnJobSucceeded() override;
+
+ private:
+  struct TableState {
+    std::string name;     // The published table.
+    std::string staging;  // Where loads go.
+    std::vector<BqColumn> columns;
+    std::vector<std::string> clustering;
+    bool prepared = false;  // Its staging table was checked or created by this process.
+  };
+  /// A staged file not yet loaded (async_load).
+  struct PendingFile {
+    std::string table;
+    std::string object;
+    int64_t sequence = 0;
+  };
+  /// A submitted async load job and the files it carries.
+  struct InFlightJob {
+    std::string table;
+    std::string job_id;
+    std::vector<std::string> objects;
+  };
+
+  explicit BigqueryDestination(const DestinationContext& context);
+
+  Result<TableState*> TableFor(std::string_view destination_id);
+  Status Prepare(TableState& table);
+  BigQueryTableRef Ref(std::string_view table) const;
+  BigQueryJobRef JobRef(std::string job_id) const;
+  BigQueryLoadConfig LoadConfig(const TableState& table,
+                                const std::vector<std::string>& objects) const;
+  /// Runs (or, for an id already DONE, skips) the job `base_id` (or its retries), waiting when
+  /// `wait`; returns the id used.
+  Result<BigQueryJob> EnsureJob(const std::string& base_id, const Value& configuration, bool wait);
+  Result<std::string> Upload(const TableState& table, int64_t sequence, const RecordBatch& records,
+                             const std::vector<size_t>& rows, int64_t loaded_at_us);
+  void DeleteObjects(const std::vector<std::string>& objects);
+  Status SubmitPending(bool all);
+  Status CompleteOldest();
+  Status ReapDone();
+  Value CurrentState() const;
+  Status CheckPartitioning(const TableState& table);
+  Status Publish(TableState& table);
+
+  SyncMetadata sync_;
+  std::string project_;
+  std::string dataset_;
+  std::string dataset_location_;
+  bool create_dataset_ = false;
+  std::string bucket_;
+  std::string buffer_format_;
+  bool enforce_partitioning_ = false;
+  bool async_load_ = false;
+  int64_t files_per_job_ = 10;
+  int64_t max_in_flight_ = 3;
+  std::string table_prefix_;
+  std::string service_account_key_;
+  std::string default_destination_id_;
+  bool unnest_ = false;
+  std::optional<BigQueryTimePartitioning> partitioning_;
+  std::map<std::string, std::vector<BqColumn>, std::less<>> schemas_;
+  std::map<std::string, std::vector<std::string>, std::less<>> clustering_;
+
+  std::unique_ptr<BigQueryClient> bigquery_;
+  std::unique_ptr<GcsClient> gcs_;
+  std::string job_location_;
+  std::string default_table_;
+  std::map<std::string, TableState, std::less<>> tables_;
+  int64_t loads_ = 0;
+  std::vector<PendingFile> pending_;
+  std::vector<InFlightJob> in_flight_;
+};
+
+}  // namespace bizon
