@@ -5,7 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
+
+#include "config/references.h"
+#include "kafka/kafka_security.h"
 
 namespace bizon {
 namespace {
@@ -25,16 +29,73 @@ using KafkaHandle = std::unique_ptr<rd_kafka_t, KafkaHandleDeleter>;
 void ForwardLog(const rd_kafka_t*, int level, const char* facility, const char* text) {
   // librdkafka logs every lost connection; a broker restart is expected and retried, so these
   // stay at debug unless they are errors it could not recover from.
+  std::string line = SecretMask::Global().Redact(text);
   if (level <= 3) {
-    spdlog::warn("kafka {}: {}", facility, text);
+    spdlog::warn("kafka {}: {}", facility, line);
   } else {
-    spdlog::debug("kafka {}: {}", facility, text);
+    spdlog::debug("kafka {}: {}", facility, line);
   }
+}
+
+/// The last error the client reported (a refused login, a failed TLS handshake, a listener
+/// that speaks another protocol), for the message of a connection that does not come up.
+class LastError {
+ public:
+  void Set(std::string text) {
+    std::lock_guard lock(mutex_);
+    text_ = std::move(text);
+  }
+  std::string Get() const {
+    std::lock_guard lock(mutex_);
+    return text_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string text_;
+};
+
+/// One per process: a client's callbacks may still run while its handle is destroyed.
+LastError& LastClientError() {
+  static LastError* last = new LastError();
+  return *last;
+}
+
+void RecordError(rd_kafka_t*, int, const char* reason, void*) {
+  LastClientError().Set(SecretMask::Global().Redact(reason != nullptr ? reason : ""));
+}
+
+/// Runs the error callbacks of the events waiting in the client's queue (they run only when
+/// served). Called before anything is assigned or produced, so no message is dropped.
+void ServeErrorEvents(rd_kafka_t* handle) {
+  if (rd_kafka_type(handle) == RD_KAFKA_PRODUCER) {
+    rd_kafka_poll(handle, 0);
+    return;
+  }
+  for (int served = 0; served < 100; ++served) {
+    rd_kafka_message_t* event = rd_kafka_consumer_poll(handle, 0);
+    if (event == nullptr) break;
+    rd_kafka_message_destroy(event);
+  }
+}
+
+/// Settings bizon sets for its delivery guarantees; queue.client_config may not change them.
+bool IsReservedSetting(std::string_view key) {
+  for (std::string_view reserved :
+       {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store",
+        "auto.offset.reset", "enable.idempotence", "acks", "message.timeout.ms",
+        "enable.partition.eof"}) {
+    if (key == reserved) return true;
+  }
+  return false;
 }
 
 class Conf {
  public:
-  Conf() : conf_(rd_kafka_conf_new()) { rd_kafka_conf_set_log_cb(conf_, ForwardLog); }
+  Conf() : conf_(rd_kafka_conf_new()) {
+    rd_kafka_conf_set_log_cb(conf_, ForwardLog);
+    rd_kafka_conf_set_error_cb(conf_, RecordError);
+  }
   ~Conf() {
     if (conf_ != nullptr) rd_kafka_conf_destroy(conf_);
   }
@@ -45,8 +106,9 @@ class Conf {
     char error[512];
     if (rd_kafka_conf_set(conf_, name.c_str(), value.c_str(), error, sizeof(error)) !=
         RD_KAFKA_CONF_OK) {
-      return KafkaError(fmt::format("invalid setting {}: {}", name, error),
-                        StatusCode::kInvalidArgument);
+      return KafkaError(
+          SecretMask::Global().Redact(fmt::format("invalid setting {}: {}", name, error)),
+          StatusCode::kInvalidArgument);
     }
     return Status::Ok();
   }
@@ -70,8 +132,10 @@ Status EnsureTopic(rd_kafka_t* handle, const KafkaQueueConfig& config) {
   const rd_kafka_metadata_t* metadata = nullptr;
   rd_kafka_resp_err_t err = rd_kafka_metadata(handle, 1, nullptr, &metadata, 10'000);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return KafkaError(fmt::format("cannot reach the brokers at {}: {}", config.bootstrap_servers,
-                                  rd_kafka_err2str(err)));
+    ServeErrorEvents(handle);
+    return KafkaError(fmt::format(
+        "cannot reach the brokers at {}: {}{}", config.bootstrap_servers, rd_kafka_err2str(err),
+        kafka::ConnectionHint(config.client_settings, LastClientError().Get())));
   }
   bool exists = false;
   for (int i = 0; i < metadata->topic_cnt; ++i) {
@@ -286,6 +350,14 @@ Status CommonSettings(Conf& conf, const KafkaQueueConfig& config) {
   }
   BIZON_RETURN_IF_ERROR(conf.Set("bootstrap.servers", config.bootstrap_servers));
   BIZON_RETURN_IF_ERROR(conf.Set("client.id", "bizon"));
+  for (const auto& [key, value] : config.client_settings) {
+    if (IsReservedSetting(key)) {
+      return KafkaError(fmt::format("queue.client_config.{}: bizon sets this itself", key),
+                        StatusCode::kInvalidArgument);
+    }
+    BIZON_RETURN_IF_ERROR(conf.Set(key, value));
+  }
+  LastClientError().Set("");
   return Status::Ok();
 }
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/queue/broker_queue.h"
 
@@ -25,6 +27,10 @@ struct KafkaQueueConfig {
   int64_t consumer_prefetch_bytes = 64LL * 1024 * 1024;
   /// How long a frame may wait for the broker's acknowledgement (broker down, restarting).
   int64_t delivery_timeout_ms = 300'000;
+  /// librdkafka settings for the producer and the consumer (queue.client_config, then the SASL
+  /// credentials of queue.authentication): security.protocol, sasl.*, ssl.*. Keys bizon sets
+  /// itself for its delivery guarantees are refused.
+  std::vector<std::pair<std::string, std::string>> client_settings;
 };
 
 Result<std::unique_ptr<BrokerSender>> OpenKafkaSender(const KafkaQueueConfig& config);

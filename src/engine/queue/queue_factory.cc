@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "config/references.h"
+
 namespace bizon {
 namespace {
 
@@ -9,6 +11,45 @@ const Value& Section(const Value& config, std::string_view name) {
   static const Value kEmpty = Value::EmptyMap();
   const Value* section = config.Find(name);
   return section != nullptr && section->is_map() ? *section : kEmpty;
+}
+
+std::string SettingText(const Value& value) {
+  if (value.is_bool()) return value.AsBool() ? "true" : "false";
+  return value.ToDisplayString();
+}
+
+/// queue.client_config, then the basic credentials of queue.authentication (as the kafka
+/// source's: SASL PLAIN unless client_config names another mechanism). Passwords join the
+/// SecretMask.
+std::vector<std::pair<std::string, std::string>> KafkaClientSettings(const Value& server) {
+  std::vector<std::pair<std::string, std::string>> settings;
+  auto set = [&](std::string key, std::string value) {
+    for (auto& setting : settings) {
+      if (setting.first == key) {
+        setting.second = std::move(value);
+        return;
+      }
+    }
+    settings.emplace_back(std::move(key), std::move(value));
+  };
+  bool mechanism = false;
+  for (const auto& [key, value] : Section(server, "client_config").AsMap()) {
+    std::string text = SettingText(value);
+    if (key.find("password") != std::string::npos || key.find("secret") != std::string::npos) {
+      SecretMask::Global().Add(text);
+    }
+    mechanism = mechanism || key == "sasl.mechanisms" || key == "sasl.mechanism";
+    set(key, std::move(text));
+  }
+  const Value& params = Section(Section(server, "authentication"), "params");
+  if (params.Find("username") != nullptr) {
+    std::string password = params.GetString("password");
+    SecretMask::Global().Add(password);
+    if (!mechanism) set("sasl.mechanisms", "PLAIN");
+    set("sasl.username", params.GetString("username"));
+    set("sasl.password", std::move(password));
+  }
+  return settings;
 }
 
 }  // namespace
@@ -39,6 +80,7 @@ std::optional<BrokerQueueConfig> ReadBrokerQueueConfig(const Value& queue) {
     kafka.auto_offset_reset = consumer.GetString("auto_offset_reset", kafka.auto_offset_reset);
     kafka.consumer_prefetch_bytes =
         consumer.GetInteger("prefetch_bytes", kafka.consumer_prefetch_bytes);
+    kafka.client_settings = KafkaClientSettings(server);
   } else {
     broker.kind = BrokerQueueConfig::Kind::kRabbitmq;
     RabbitmqQueueConfig& rabbitmq = broker.rabbitmq;
@@ -50,6 +92,15 @@ std::optional<BrokerQueueConfig> ReadBrokerQueueConfig(const Value& queue) {
     rabbitmq.password = server.GetString("password", rabbitmq.password);
     rabbitmq.vhost = server.GetString("vhost", rabbitmq.vhost);
     rabbitmq.max_message_bytes = server.GetInteger("max_message_bytes", rabbitmq.max_message_bytes);
+    if (const Value* tls = server.Find("tls"); tls != nullptr && tls->is_map()) {
+      RabbitmqTlsConfig& settings = rabbitmq.tls;
+      settings.enabled = true;
+      settings.ca_certificate = tls->GetString("ca_certificate");
+      settings.client_certificate = tls->GetString("client_certificate");
+      settings.client_key = tls->GetString("client_key");
+      settings.verify_peer = tls->GetBool("verify_peer", true);
+      settings.verify_hostname = tls->GetBool("verify_hostname", true);
+    }
     rabbitmq.prefetch_count =
         static_cast<int>(consumer.GetInteger("prefetch_count", rabbitmq.prefetch_count));
     rabbitmq.consumer_prefetch_bytes =

@@ -2,6 +2,7 @@
 
 #include <amqp.h>
 #include <amqp_framing.h>
+#include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -72,14 +73,20 @@ class Connection {
   Status Open() {
     Close();
     state_ = amqp_new_connection();
-    amqp_socket_t* socket = amqp_tcp_socket_new(state_);
+    const RabbitmqTlsConfig& tls = config_.tls;
+    amqp_socket_t* socket = tls.enabled ? amqp_ssl_socket_new(state_) : amqp_tcp_socket_new(state_);
     if (socket == nullptr) return Broken("cannot create a socket");
+    if (tls.enabled) BIZON_RETURN_IF_ERROR(SetUpTls(socket));
     timeval connect_timeout{5, 0};
     int opened =
         amqp_socket_open_noblock(socket, config_.host.c_str(), config_.port, &connect_timeout);
     if (opened != AMQP_STATUS_OK) {
-      return Broken(fmt::format("cannot connect to {}:{}: {}", config_.host, config_.port,
-                                amqp_error_string2(opened)));
+      // A certificate either side refuses will not be accepted on a retry.
+      bool refused = opened == AMQP_STATUS_SSL_PEER_VERIFY_FAILED ||
+                     opened == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED;
+      return Broken(fmt::format("cannot connect to {}:{}{}: {}", config_.host, config_.port,
+                                tls.enabled ? " over TLS" : "", amqp_error_string2(opened)),
+                    refused ? StatusCode::kFailedPrecondition : StatusCode::kUnavailable);
     }
     timeval rpc_timeout{30, 0};
     amqp_set_rpc_timeout(state_, &rpc_timeout);
@@ -89,11 +96,11 @@ class Connection {
         amqp_login(state_, config_.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
                    config_.username.c_str(), config_.password.c_str());
     if (login.reply_type != AMQP_RESPONSE_NORMAL) {
-      return Broken(fmt::format("cannot log in to {}:{} as {}: {}", config_.host, config_.port,
-                                config_.username, Describe(login)),
-                    login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION
-                        ? StatusCode::kFailedPrecondition
-                        : StatusCode::kUnavailable);
+      return Broken(
+          fmt::format("cannot log in to {}:{}{} as {}: {}", config_.host, config_.port,
+                      config_.tls.enabled ? " over TLS" : "", config_.username, Describe(login)),
+          login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION ? StatusCode::kFailedPrecondition
+                                                             : StatusCode::kUnavailable);
     }
     amqp_channel_open(state_, kChannel);
     BIZON_RETURN_IF_ERROR(Check("open a channel"));
@@ -116,6 +123,36 @@ class Connection {
     bool refused = reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION;
     return Broken(fmt::format("cannot {}: {}", what, Describe(reply)),
                   refused ? StatusCode::kFailedPrecondition : StatusCode::kUnavailable);
+  }
+
+  /// The trust, client certificate and checks of a TLS socket (queue.tls).
+  Status SetUpTls(amqp_socket_t* socket) {
+    const RabbitmqTlsConfig& tls = config_.tls;
+    amqp_ssl_socket_set_verify_peer(socket, tls.verify_peer ? 1 : 0);
+    amqp_ssl_socket_set_verify_hostname(socket, tls.verify_hostname ? 1 : 0);
+    if (!tls.ca_certificate.empty()) {
+      if (int status = amqp_ssl_socket_set_cacert(socket, tls.ca_certificate.c_str());
+          status != AMQP_STATUS_OK) {
+        return Broken(fmt::format("cannot read queue.tls.ca_certificate {}: {}", tls.ca_certificate,
+                                  amqp_error_string2(status)),
+                      StatusCode::kInvalidArgument);
+      }
+    }
+    if (tls.client_certificate.empty() != tls.client_key.empty()) {
+      return Broken("queue.tls.client_certificate and queue.tls.client_key go together",
+                    StatusCode::kInvalidArgument);
+    }
+    if (!tls.client_certificate.empty()) {
+      if (int status = amqp_ssl_socket_set_key(socket, tls.client_certificate.c_str(),
+                                               tls.client_key.c_str());
+          status != AMQP_STATUS_OK) {
+        return Broken(
+            fmt::format("cannot use queue.tls.client_certificate {} with its key {}: {}",
+                        tls.client_certificate, tls.client_key, amqp_error_string2(status)),
+            StatusCode::kInvalidArgument);
+      }
+    }
+    return Status::Ok();
   }
 
   /// Drops the connection after an error and returns that error.

@@ -12,6 +12,16 @@
 
 namespace bizon {
 
+/// TLS to the broker (queue.tls): on when the block is given.
+struct RabbitmqTlsConfig {
+  bool enabled = false;
+  std::string ca_certificate;      // PEM file of the CA(s) to trust; "": the system's.
+  std::string client_certificate;  // PEM file, for a broker that asks for one.
+  std::string client_key;          // Its private key (PEM).
+  bool verify_peer = true;         // Check the broker's certificate chain.
+  bool verify_hostname = true;     // Check that it names `host`.
+};
+
 struct RabbitmqQueueConfig {
   std::string host;
   int port = 5672;
@@ -29,6 +39,7 @@ struct RabbitmqQueueConfig {
   int64_t consumer_prefetch_bytes = 128LL * 1024 * 1024;
   /// How long the publisher keeps retrying one message while the broker is unreachable.
   int64_t publish_timeout_ms = 300'000;
+  RabbitmqTlsConfig tls;
 };
 
 Result<std::unique_ptr<BrokerSender>> OpenRabbitmqSender(const RabbitmqQueueConfig& config);

@@ -143,6 +143,9 @@ class KafkaSource final : public Source {
 
   std::mutex fatal_mutex_;
   std::string fatal_error_;
+  /// The last non-fatal client error (an authentication or TLS failure, a refused connection),
+  /// secrets masked: a connection check that times out names it.
+  std::string last_client_error_;
 
   // Stream mode.
   bool subscribed_ = false;
