@@ -3,7 +3,7 @@
 namespace bizon {
 namespace {
 
-constexpr int64_t kDefaultQueueBytes = 64LL * 1024 * 1024;
+constexpr int64_t kDefaultQueueBytes = 16LL * 1024 * 1024;
 
 }  // namespace
 
