@@ -1,10 +1,9 @@
-#include "config/pipeline_spec.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
+#include "config/pipeline_spec.h"
 #include "postgres/postgres_client.h"
 
 namespace bizon {
@@ -64,6 +63,57 @@ std::vector<FieldSpec> BasicParams() {
        .description = "Header carrying the credentials.",
        .default_value = Value("Authorization")},
   };
+}
+
+/// queue.authentication of the kafka queue: the kafka source's basic credentials (SASL, PLAIN
+/// unless client_config names another mechanism).
+FieldSpec KafkaQueueAuthentication() {
+  return {.name = "authentication",
+          .type = FieldType::kObject,
+          .description =
+              "SASL credentials of the brokers, as the kafka source's "
+              "authentication: PLAIN unless client_config sets sasl.mechanisms.",
+          .fields = {{.name = "type",
+                      .type = FieldType::kEnum,
+                      .description = "basic (the only kind).",
+                      .default_value = Value("basic"),
+                      .enum_values = {"basic"}},
+                     {.name = "params",
+                      .type = FieldType::kObject,
+                      .required = true,
+                      .fields = {{.name = "username",
+                                  .type = FieldType::kString,
+                                  .description = "SASL user name.",
+                                  .required = true},
+                                 {.name = "password",
+                                  .type = FieldType::kString,
+                                  .description = "SASL password.",
+                                  .default_value = Value(""),
+                                  .secret = true}}}}};
+}
+
+/// queue.tls of the rabbitmq queue (AMQPS; the broker's TLS port is usually 5671).
+FieldSpec RabbitmqTls() {
+  return {.name = "tls",
+          .type = FieldType::kObject,
+          .description =
+              "Connect over TLS (AMQPS, usually port 5671) when given; {} trusts the "
+              "system's CAs.",
+          .fields = {String("ca_certificate",
+                            "PEM file of the CA certificate(s) the broker's certificate must "
+                            "chain to; unset: the system's."),
+                     String("client_certificate",
+                            "PEM file of the client certificate, for a broker that asks for one "
+                            "(ssl_options.fail_if_no_peer_cert); needs client_key."),
+                     String("client_key", "PEM file of the client certificate's private key."),
+                     {.name = "verify_peer",
+                      .type = FieldType::kBoolean,
+                      .description = "Check the broker's certificate chain.",
+                      .default_value = Value(true)},
+                     {.name = "verify_hostname",
+                      .type = FieldType::kBoolean,
+                      .description = "Check that the broker's certificate names host.",
+                      .default_value = Value(true)}}};
 }
 
 std::vector<FieldSpec> OauthParams() {
@@ -334,7 +384,20 @@ FieldSpec QueueField() {
                       byte_limit("max_message_bytes",
                                  "Largest Kafka message bizon sends; bigger iterations are cut "
                                  "into several. A topic bizon creates allows this size.",
-                                 1000000, 1024)}},
+                                 1000000, 1024),
+                      {.name = "client_config",
+                       .type = FieldType::kMap,
+                       .description =
+                           "librdkafka settings for the producer and the consumer, as the "
+                           "kafka source's consumer_config: security.protocol (SSL, "
+                           "SASL_SSL, SASL_PLAINTEXT), sasl.mechanisms (PLAIN, SCRAM-SHA-256, "
+                           "SCRAM-SHA-512), ssl.ca.location, ssl.certificate.location, "
+                           "ssl.key.location, ssl.key.password, "
+                           "ssl.endpoint.identification.algorithm... Settings bizon makes for "
+                           "its guarantees (acks, enable.idempotence, group.id, offsets) are "
+                           "refused.",
+                       .default_value = Value::EmptyMap()},
+                      KafkaQueueAuthentication()}},
           {.name = "consumer",
            .type = FieldType::kObject,
            .default_value = Value::EmptyMap(),
@@ -393,7 +456,8 @@ FieldSpec QueueField() {
                 byte_limit("max_message_bytes",
                            "Largest message bizon publishes; bigger iterations are cut into "
                            "several.",
-                           8388608, 1024)}},
+                           8388608, 1024),
+                RabbitmqTls()}},
           {.name = "consumer",
            .type = FieldType::kObject,
            .default_value = Value::EmptyMap(),

@@ -1,5 +1,3 @@
-#include "connectors/sources/kafka/kafka_source.h"
-
 #include <fmt/format.h>
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +11,8 @@
 #include "config/references.h"
 #include "connectors/registration.h"
 #include "connectors/sources/kafka/kafka_message.h"
+#include "connectors/sources/kafka/kafka_security.h"
+#include "connectors/sources/kafka/kafka_source.h"
 #include "http/http_session.h"
 
 namespace bizon {
@@ -231,7 +231,12 @@ Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
     if (params != nullptr && params->is_map()) {
       std::string password = params->GetString("password");
       SecretMask::Global().Add(password);
-      set("sasl.mechanisms", "PLAIN");
+      // PLAIN as the original, unless consumer_config names another mechanism (SCRAM-SHA-256,
+      // SCRAM-SHA-512): the credentials are the same pair.
+      if (!HasSetting(options.client_settings, "sasl.mechanisms") &&
+          !HasSetting(options.client_settings, "sasl.mechanism")) {
+        set("sasl.mechanisms", "PLAIN");
+      }
       set("sasl.username", params->GetString("username"));
       set("sasl.password", std::move(password));
     }
@@ -345,8 +350,10 @@ void KafkaSource::ClientError(int error, const char* reason) {
     fatal_error_ = std::move(text);
     return;
   }
-  spdlog::warn("Kafka client error {}: {}", rd_kafka_err2name(code),
-               SecretMask::Global().Redact(reason != nullptr ? reason : ""));
+  std::string text = SecretMask::Global().Redact(reason != nullptr ? reason : "");
+  spdlog::warn("Kafka client error {}: {}", rd_kafka_err2name(code), text);
+  std::lock_guard lock(fatal_mutex_);
+  last_client_error_ = std::move(text);
 }
 
 std::string KafkaSource::InstanceId() const {
@@ -376,9 +383,23 @@ Result<std::map<std::string, int>> KafkaSource::FetchPartitionCounts() {
   rd_kafka_resp_err_t error = rd_kafka_metadata(
       consumer_, 1, nullptr, &metadata, static_cast<int>(options_.consumer_timeout_s * 1000));
   if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Fail(UnavailableError(fmt::format(
-        "Kafka connection failed: {} (bootstrap servers {}, within {} s)", rd_kafka_err2str(error),
-        options_.bootstrap_servers, options_.consumer_timeout_s)));
+    // The client's error events (a refused login, a failed handshake) wait in its queue until
+    // served: serve them, so the message can name the last one. Nothing is assigned yet, so no
+    // message is dropped here.
+    for (int served = 0; served < 100; ++served) {
+      rd_kafka_message_t* event = rd_kafka_consumer_poll(consumer_, 0);
+      if (event == nullptr) break;
+      rd_kafka_message_destroy(event);
+    }
+    std::string last;
+    {
+      std::lock_guard lock(fatal_mutex_);
+      last = last_client_error_;
+    }
+    return Fail(UnavailableError(
+        fmt::format("Kafka connection failed: {} (bootstrap servers {}, within {} s){}",
+                    rd_kafka_err2str(error), options_.bootstrap_servers,
+                    options_.consumer_timeout_s, ConnectionHint(options_.client_settings, last))));
   }
   std::map<std::string, int> counts;
   for (int i = 0; i < metadata->topic_cnt; ++i) {
