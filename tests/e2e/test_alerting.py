@@ -58,8 +58,11 @@ def assert_secret_kept(bizon, result):
 
 
 @needs_transforms
-def test_transform_error_posts_one_alert_in_the_original_layout(bizon, slack):
-    path = bizon.write("p.yml", config("boom", slack.webhook_url, RAISING))
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_transform_error_posts_one_alert_in_the_original_layout(bizon, slack, runner):
+    # With the process runner the producer is a forked child; the consumer (and the alerts) stay
+    # in the parent.
+    path = bizon.write("p.yml", config("boom", slack.webhook_url, RAISING, type=runner))
     result, _ = timed_run(bizon, path)
     assert result.returncode == 1
     assert "Error applying transformation 'boom' to record '98'" in result.stderr
