@@ -112,7 +112,6 @@ void Consumer::Add(QueueMessage& message) {
 
 Status Consumer::Append(QueueMessage& message) {
   Cover(message);
-  tally_.Add(message.records);
   buffer_.appended_rows += static_cast<int64_t>(message.records.size());
   buffer_.appended_bytes += static_cast<int64_t>(message.records.PayloadBytes());
   return destination_.Append(message.records, NowMicros())
