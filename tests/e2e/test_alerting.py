@@ -185,3 +185,35 @@ def test_a_rate_limited_alert_is_sent_after_retry_after(bizon, slack):
     assert first.body == second.body
     texts = slack.texts()
     assert texts and "Created job" in texts[0]
+
+
+def test_the_fake_refuses_what_slack_refuses(slack):
+    import urllib.error
+    import urllib.request
+
+    def post(path, body: bytes, content_type="application/json", method="POST"):
+        request = urllib.request.Request(slack.url + path, data=body, method=method,
+                                         headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    good = json.dumps({"text": "a &amp; b &lt;c&gt;"}).encode()
+    assert post(slack.webhook_path, good) == (200, "ok")
+    assert post("/services/T0/B0/wrong", good) == (404, "no_service")
+    assert post(slack.webhook_path, b"text=hi", "application/x-www-form-urlencoded")[0] == 400
+    assert post(slack.webhook_path, b"{not json")[1] == "invalid_payload"
+    assert post(slack.webhook_path, json.dumps({"text": ""}).encode()) == (400, "no_text")
+    assert post(slack.webhook_path, json.dumps({"text": "x", "colour": 1}).encode())[0] == 400
+    assert post(slack.webhook_path, json.dumps({"text": "see <module>"}).encode())[0] == 400
+    assert post(slack.webhook_path, json.dumps({"text": "x" * 40_001}).encode())[0] == 400
+    assert post(slack.webhook_path, good, method="PUT")[0] == 405
+    # A faulted request is still checked.
+    slack.fail(500, times=1)
+    assert post(slack.webhook_path, json.dumps({"text": "a & b"}).encode()) == (500, "rollup_error")
+    assert slack.texts() == ["a &amp; b &lt;c&gt;"]
+    assert len(slack.violations) == 9, slack.violations
+    assert "unescaped '&'" in slack.violations[-1]
+    slack.violations.clear()

@@ -69,18 +69,23 @@ class FakeSlack(FakeServer):
 
     # -- faults ------------------------------------------------------------------------------
 
+    # A faulted request is checked all the same: `when` records its violations, then lets the
+    # fault apply.
+
     def hang(self, seconds: float = 60, times: int | None = None):
         """Holds each matching request `seconds` before answering (past any client timeout)."""
-        self.inject(PATH, Fault(delay=seconds, status=200, body="ok"), times=times)
+        self.inject(PATH, Fault(delay=seconds, status=200, body="ok"), times=times,
+                    when=self._checked)
 
     def fail(self, status: int = 500, error: str = "rollup_error", times: int | None = None):
         self.inject(PATH, Fault(status=status, body=error, headers={"Content-Type": "text/plain"}),
-                    times=times)
+                    times=times, when=self._checked)
 
     def rate_limit(self, retry_after: int = 1, times: int | None = 1):
         self.inject(PATH, Fault(status=429, body="rate_limited",
                                 headers={"Retry-After": str(retry_after),
-                                         "Content-Type": "text/plain"}), times=times)
+                                         "Content-Type": "text/plain"}),
+                    times=times, when=self._checked)
 
     def texts(self) -> list[str]:
         with self._lock:
@@ -96,7 +101,24 @@ class FakeSlack(FakeServer):
         raise OffContract(f"{request.method} is not how a webhook is called", status=405,
                           body="invalid_method")
 
+    def _checked(self, request: Request) -> bool:
+        try:
+            self._message(request)
+        except OffContract as error:
+            # Called with the server's lock held (fault selection).
+            self.violations.append(f"{request.method} {request.path}: {error}")
+        return True
+
     def _post(self, request: Request):
+        message = self._message(request)
+        with self._lock:
+            self.accepted.append(message)
+        return Response(200, "ok", {"Content-Type": "text/plain"})
+
+    def _message(self, request: Request) -> dict:
+        """The request's message, or OffContract for what Slack would refuse."""
+        if request.method != "POST":
+            self._wrong_method(request)
         if request.path != self.webhook_path:
             raise OffContract(f"unknown webhook {request.path}", status=404, body="no_service")
         if request.query:
@@ -122,6 +144,4 @@ class FakeSlack(FakeServer):
             bad = UNESCAPED.search(text)
             if bad:
                 raise OffContract(f"unescaped {bad.group(0)!r} at {bad.start()} in the text")
-        with self._lock:
-            self.accepted.append(message)
-        return Response(200, "ok", {"Content-Type": "text/plain"})
+        return message
