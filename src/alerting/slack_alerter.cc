@@ -309,7 +309,8 @@ RunAlerting::RunAlerting(SlackAlerterOptions options) : alerter_(std::move(optio
 }
 
 RunAlerting::~RunAlerting() {
-  RemoveLogSink(alerter_.sink());
+  // The sink stays on the logger, dropping records from now on: taking it off could race a thread
+  // that still logs (a client library's callback).
   alerter_.Shutdown();
 }
 

@@ -112,8 +112,8 @@ class SlackAlerter {
 /// no authentication, errors that never repeat the URL.
 AlertPoster MakeWebhookPoster(std::string url);
 
-/// Slack alerting for one run: attached to the process logger while it lives; the destructor
-/// detaches it and flushes (bounded by `flush_s`).
+/// Slack alerting for one run, attached to the process logger by the constructor; the destructor
+/// flushes (bounded by `flush_s`), after which the sink drops every record.
 class RunAlerting {
  public:
   explicit RunAlerting(SlackAlerterOptions options);
