@@ -507,7 +507,8 @@ BigQueryLoadConfig BigqueryDestination::LoadConfig(const TableState& table,
 }
 
 Result<BigQueryJob> BigqueryDestination::EnsureJob(const std::string& base_id,
-                                                   const Value& configuration, bool wait) {
+                                                   const Value& configuration, bool wait,
+                                                   bool submitted_here) {
   constexpr int kAttempts = 5;
   Status last = Status::Ok();
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
@@ -533,7 +534,9 @@ Result<BigQueryJob> BigqueryDestination::EnsureJob(const std::string& base_id,
         last = *job.error;
         continue;
       }
-      spdlog::info("bigquery destination: job {} already ran; not running it again", id);
+      if (!submitted_here) {
+        spdlog::info("bigquery destination: job {} already ran; not running it again", id);
+      }
       job.already_existed = true;
       return job;
     }
@@ -618,7 +621,7 @@ Status BigqueryDestination::CompleteOldest() {
   BIZON_RETURN_IF_ERROR(Prepare(*table));
   Value configuration = LoadConfig(*table, job.objects).ToJson();
   // job_id is the id without a retry suffix: EnsureJob() finds the attempt that ran.
-  auto done = EnsureJob(job.job_id, configuration, /*wait=*/true);
+  auto done = EnsureJob(job.job_id, configuration, /*wait=*/true, /*submitted_here=*/true);
   if (!done) {
     in_flight_.insert(in_flight_.begin(), std::move(job));
     return DestinationFailure(

@@ -109,8 +109,10 @@ class BigqueryDestination final : public Destination {
   BigQueryLoadConfig LoadConfig(const TableState& table,
                                 const std::vector<std::string>& objects) const;
   /// Runs (or, for an id already DONE, skips) the job `base_id` (or its retries), waiting when
-  /// `wait`; returns the id used.
-  Result<BigQueryJob> EnsureJob(const std::string& base_id, const Value& configuration, bool wait);
+  /// `wait`; returns the job. `submitted_here`: this process submitted it (async_load), so
+  /// finding it is no news.
+  Result<BigQueryJob> EnsureJob(const std::string& base_id, const Value& configuration, bool wait,
+                                bool submitted_here = false);
   Result<std::string> Upload(const TableState& table, int64_t sequence, const RecordBatch& records,
                              const std::vector<size_t>& rows, int64_t loaded_at_us);
   void DeleteObjects(const std::vector<std::string>& objects);
