@@ -217,3 +217,29 @@ def test_the_fake_refuses_what_slack_refuses(slack):
     assert len(slack.violations) == 9, slack.violations
     assert "unescaped '&'" in slack.violations[-1]
     slack.violations.clear()
+
+
+def test_a_stopped_stream_run_posts_its_last_records_before_exit(bizon, slack):
+    # A stream run ends on SIGTERM; the records logged while it stops are posted by the exit
+    # flush, not lost with the process.
+    from test_engine_support import generator, spawn
+
+    document = {
+        "name": "endless",
+        "source": generator("stream", count=10_000_000, page_size=10, sleep=0.05),
+        "destination": {"name": "file", "config": {"destination_id": "out"}},
+        "engine": {"runner": {"type": "stream"}},
+        "alerting": {"type": "slack", "log_levels": ["INFO"],
+                     "config": {"webhook_url": slack.webhook_url}},
+    }
+    path = bizon.write("p.yml", yaml.safe_dump(document, sort_keys=False))
+    process = spawn(bizon, "run", path)
+    deadline = time.monotonic() + 30
+    while not slack.texts() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert slack.texts(), "no alert while the stream ran"
+    process.send_signal(15)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert "stopping on signal 15" in stderr
+    assert any("stopping on signal 15" in text for text in slack.texts())
