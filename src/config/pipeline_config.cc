@@ -120,18 +120,6 @@ void ApplyStreamsToDestinationSchemas(Value& raw) {
   }
 }
 
-/// Blocks the original acts on but this build does not yet: accepted so the same file runs, and
-/// named in a warning so nobody expects metrics that never come.
-void WarnAboutUnbuiltFeatures(const Value& raw, ValidationResult& result) {
-  using Severity = Diagnostic::Severity;
-  if (const Value* monitoring = raw.Find("monitoring");
-      monitoring != nullptr && !monitoring->is_null()) {
-    AddDiagnostic(
-        result, Severity::kWarning, "monitoring", monitoring->mark(),
-        "monitoring is not built into this binary yet: no metrics or traces will be sent");
-  }
-}
-
 }  // namespace
 
 Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const ConnectorRegistry& registry,
@@ -170,7 +158,6 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const Connector
     result.normalized.Find("source")->Set("reset", true);
   }
   if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
-  WarnAboutUnbuiltFeatures(raw, result);
   // Before anything starts Python (the transform check below): the user's virtualenv.
   if (const Value* python_env = result.normalized.FindPath("engine.runner.config.python_env");
       !result.has_errors() && python_env != nullptr && python_env->is_string()) {
