@@ -1,0 +1,105 @@
+// The bigquery destination's rules that need no server: staging names, deterministic job ids,
+// table names, and the partition-field checks of spec 8.1.6.
+#include "connectors/destinations/bigquery/bigquery_destination.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bizon {
+namespace {
+
+TEST(BigqueryDestinationTest, StagingNamesPerSyncMode) {
+  EXPECT_EQ(BigqueryStagingName("t", SyncMode::kFullRefresh), "t_temp");
+  EXPECT_EQ(BigqueryStagingName("t", SyncMode::kIncremental), "t_incremental");
+  EXPECT_EQ(BigqueryStagingName("t", SyncMode::kStream), "t");
+}
+
+TEST(BigqueryDestinationTest, JobIdsAreDeterministicAndValid) {
+  std::string id = BigqueryJobId("load", "ab12", "events", 7);
+  EXPECT_EQ(id, BigqueryJobId("load", "ab12", "events", 7));
+  EXPECT_NE(id, BigqueryJobId("load", "ab12", "events", 8));
+  EXPECT_NE(id, BigqueryJobId("load", "ab12", "other", 7));
+  EXPECT_NE(id, BigqueryJobId("load", "ab13", "events", 7));
+  EXPECT_EQ(id.rfind("bizon_load_ab12_", 0), 0U) << id;
+  EXPECT_EQ(id.substr(id.size() - 2), "_7");
+  EXPECT_TRUE(BigQueryClient::IsValidJobId(id));
+  // Any table name (quotes, dots, Unicode) and an odd job id still give a valid id.
+  EXPECT_TRUE(BigQueryClient::IsValidJobId(BigqueryJobId("publish", "a.b c/é", "données `x`", 0)));
+}
+
+TEST(BigqueryDestinationTest, TableNamesRefuseDotsBackticksAndControlCharacters) {
+  EXPECT_TRUE(CheckBigqueryTableName("events", SyncMode::kFullRefresh).ok());
+  EXPECT_TRUE(CheckBigqueryTableName("données 日本", SyncMode::kFullRefresh).ok());
+  EXPECT_FALSE(CheckBigqueryTableName("", SyncMode::kFullRefresh).ok());
+  EXPECT_FALSE(CheckBigqueryTableName("ds.events", SyncMode::kFullRefresh).ok());
+  EXPECT_FALSE(CheckBigqueryTableName("a`b", SyncMode::kFullRefresh).ok());
+  EXPECT_FALSE(CheckBigqueryTableName("a\nb", SyncMode::kFullRefresh).ok());
+  EXPECT_TRUE(CheckBigqueryTableName(std::string(1024, 'a'), SyncMode::kStream).ok());
+  EXPECT_FALSE(CheckBigqueryTableName(std::string(1020, 'a'), SyncMode::kFullRefresh).ok());
+}
+
+using Schemas = std::map<std::string, std::vector<BqColumn>, std::less<>>;
+
+Value Block(std::string type, std::optional<Value> field) {
+  Value block(Value::Map{{"type", std::move(type)}});
+  if (field) block.Set("field", *field);
+  return block;
+}
+
+TEST(BigqueryDestinationTest, RawPartitioningDefaultsToLoadedAtAndAcceptsOnlyTimestamps) {
+  auto fallback = ResolveBigqueryPartitioning(nullptr, false, {});
+  ASSERT_TRUE(fallback && *fallback);
+  EXPECT_EQ((*fallback)->type, "DAY");
+  EXPECT_EQ((*fallback)->field, "_bizon_loaded_at");
+  Value bare("HOUR");
+  auto hour = ResolveBigqueryPartitioning(&bare, false, {});
+  EXPECT_EQ((*hour)->type, "HOUR");
+  EXPECT_EQ((*hour)->field, "_bizon_loaded_at");
+  Value ingestion = Block("MONTH", Value());
+  EXPECT_EQ((*ResolveBigqueryPartitioning(&ingestion, false, {}))->field, "");
+  Value source_time = Block("DAY", Value("_source_timestamp"));
+  EXPECT_EQ((*ResolveBigqueryPartitioning(&source_time, false, {}))->field, "_source_timestamp");
+  Value bad = Block("DAY", Value("_source_data"));
+  auto refused = ResolveBigqueryPartitioning(&bad, false, {});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("destination.config.time_partitioning.field: "
+                                           "'_source_data' is not a TIMESTAMP column"),
+            std::string::npos);
+}
+
+TEST(BigqueryDestinationTest, UnnestPartitioningNeedsATimeColumnInEverySchema) {
+  Schemas schemas = {
+      {"a",
+       {{"id", BqColumnType::kInteger, BqColumnMode::kRequired, ""},
+        {"day", BqColumnType::kDate, BqColumnMode::kNullable, ""},
+        {"at", BqColumnType::kTimestamp, BqColumnMode::kNullable, ""}}},
+      {"b", {{"at", BqColumnType::kTimestamp, BqColumnMode::kNullable, ""}}},
+  };
+  // The declared default names _bizon_loaded_at, which no schema has: ingestion time.
+  Value fallback = Block("DAY", Value("_bizon_loaded_at"));
+  EXPECT_EQ((*ResolveBigqueryPartitioning(&fallback, true, schemas))->field, "");
+  Value unwritten = Block("DAY", std::nullopt);
+  EXPECT_EQ((*ResolveBigqueryPartitioning(&unwritten, true, schemas))->field, "");
+  Value at = Block("HOUR", Value("at"));
+  EXPECT_EQ((*ResolveBigqueryPartitioning(&at, true, schemas))->field, "at");
+  Value day = Block("DAY", Value("day"));  // Missing from schema b.
+  auto missing = ResolveBigqueryPartitioning(&day, true, schemas);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("destination_id 'b' (its partitionable columns: at)"),
+            std::string::npos)
+      << missing.error().message();
+  Schemas dates = {{"a", {{"day", BqColumnType::kDate, BqColumnMode::kNullable, ""}}}};
+  Value hourly = Block("HOUR", Value("day"));
+  auto hour_on_date = ResolveBigqueryPartitioning(&hourly, true, dates);
+  ASSERT_FALSE(hour_on_date);
+  EXPECT_NE(hour_on_date.error().message().find("HOUR cannot partition the DATE column 'day'"),
+            std::string::npos);
+  Value not_time = Block("DAY", Value("id"));
+  EXPECT_FALSE(ResolveBigqueryPartitioning(&not_time, true, schemas));
+}
+
+}  // namespace
+}  // namespace bizon
