@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <climits>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -30,6 +31,13 @@ void AppendJsonStringFast(std::string& out, std::string_view text);
 /// laid out in place (the buffer grows at most once per record, by a bound on its length), the
 /// uuid comes from the writer's own generator, and `source_data` is escaped eight bytes at a
 /// time. What a destination that renders many records uses; one writer per thread.
+/// The calendar split and "YYYY-MM-DDTHH:MM:SS" of the last second formatted: records mostly
+/// share their second, field by field.
+struct SecondCache {
+  int64_t second = INT64_MIN;
+  char text[19] = {};
+};
+
 class DestinationRecordWriter {
  public:
   DestinationRecordWriter();
@@ -44,6 +52,10 @@ class DestinationRecordWriter {
  private:
   std::mt19937_64 random_;
   pid_t seeded_for_;
+  // One per timestamp field: the three rarely share a second (the source's timestamp is older).
+  SecondCache extracted_at_;
+  SecondCache loaded_at_;
+  SecondCache source_timestamp_;
 };
 
 /// `id` between single quotes, with the backslash, the quote and every control character escaped
