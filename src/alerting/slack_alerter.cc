@@ -187,20 +187,21 @@ bool SlackAlerter::WaitUntil(std::unique_lock<std::mutex>& lock, int64_t until_u
   }
 }
 
-bool SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock, const std::string& payload) {
+SlackAlerter::Delivery SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock,
+                                             const std::string& payload) {
   int failures = 0;
   int rate_limited = 0;
   while (true) {
     for (double wait = bucket_.WaitSeconds(SteadyMicros()); wait > 0;
          wait = bucket_.WaitSeconds(SteadyMicros())) {
-      if (!WaitUntil(lock, SteadyMicros() + Micros(wait))) return false;
+      if (!WaitUntil(lock, SteadyMicros() + Micros(wait))) return Delivery::kOutOfTime;
     }
     int64_t now = SteadyMicros();
     double timeout = options_.post_timeout_s;
     if (shared_->flushing) {
       timeout = std::min(timeout, static_cast<double>(shared_->deadline_us - now) / 1e6);
     }
-    if (timeout < 0.05) return false;  // No time left before exit.
+    if (timeout < 0.05) return Delivery::kOutOfTime;
     bucket_.Take(now);
     lock.unlock();
     AlertPostOutcome outcome = options_.poster(payload, timeout);
@@ -215,17 +216,17 @@ bool SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock, const std::string
                    outcome.error);
     }
     lock.lock();
-    if (outcome.ok()) return true;
+    if (outcome.ok()) return Delivery::kPosted;
     if (outcome.status == 429) {
       bucket_.PauseUntil(SteadyMicros() + Micros(pause));
-      if (++rate_limited > 5) return false;
+      if (++rate_limited > 5) return Delivery::kGivenUp;
       continue;
     }
     // Slack refused this payload (400 invalid_payload, 404 no_service, ...): again will not help.
-    if (outcome.status != 0 && outcome.status < 500) return false;
-    if (++failures >= options_.attempts) return false;
+    if (outcome.status != 0 && outcome.status < 500) return Delivery::kGivenUp;
+    if (++failures >= options_.attempts) return Delivery::kGivenUp;
     double backoff = options_.backoff_s * std::pow(2.0, failures - 1);
-    if (!WaitUntil(lock, SteadyMicros() + Micros(backoff))) return false;
+    if (!WaitUntil(lock, SteadyMicros() + Micros(backoff))) return Delivery::kOutOfTime;
   }
 }
 
@@ -253,10 +254,14 @@ void SlackAlerter::SendLoop() {
       entry.record.message = SecretMask::Global().Redact(entry.record.message);
     }
     std::string payload = SlackPayload(FormatSlackText(options_.context, *batch, dropped));
-    if (Deliver(lock, payload)) {
+    Delivery delivery = Deliver(lock, payload);
+    if (delivery == Delivery::kPosted) {
       ++shared_->counts.posted;
-    } else {
+    } else if (delivery == Delivery::kGivenUp) {
       ++shared_->counts.failed;
+    } else {
+      shared_->buffer.Return(std::move(*batch));  // Counted below as not sent.
+      break;
     }
   }
   int64_t left = static_cast<int64_t>(shared_->buffer.size());

@@ -96,8 +96,10 @@ class SlackAlerter {
 
  private:
   void SendLoop();
-  /// Posts one batch, with its pacing and retries. False when it was given up.
-  bool Deliver(std::unique_lock<std::mutex>& lock, const std::string& payload);
+  enum class Delivery { kPosted, kGivenUp, kOutOfTime };
+  /// Posts one batch, with its pacing and retries: posted, given up (refused, or out of tries),
+  /// or stopped by the flush deadline.
+  Delivery Deliver(std::unique_lock<std::mutex>& lock, const std::string& payload);
   /// Waits until `until_us`; false (at once) when the flush deadline comes first.
   bool WaitUntil(std::unique_lock<std::mutex>& lock, int64_t until_us);
 

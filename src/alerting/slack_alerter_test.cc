@@ -202,6 +202,7 @@ TEST(SlackAlerterTest, AHangingWebhookBoundsTheExitFlush) {
   };
   SlackAlerterOptions options = Options(webhook);
   options.post_timeout_s = 0.4;
+  options.backoff_s = 0.5;  // The second retry would end past the flush deadline.
   options.flush_s = 1;
   options.buffer.gather_s = 30;
   SlackAlerter alerter(std::move(options));
@@ -217,6 +218,7 @@ TEST(SlackAlerterTest, AHangingWebhookBoundsTheExitFlush) {
   ASSERT_FALSE(webhook->timeouts.empty());
   for (double timeout : webhook->timeouts) EXPECT_LE(timeout, 0.4);
   EXPECT_EQ(alerter.counts().posted, 0);
+  EXPECT_EQ(alerter.counts().left_unsent, 2);  // The batch the flush could not get through.
 }
 
 TEST(SlackAlerterTest, RetryAfterPausesThePosts) {
