@@ -81,14 +81,17 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 class Invocation:
     """One side of a pairing: how to run it and what its output must hold."""
 
-    impl: str  # "ours" or "original"
-    argv: list[str]  # "{config}" stands for the run's config.yml
+    impl: str  # "ours", "original" or "limit" (a tool doing the bare job, e.g. kcat)
+    # "{config}" stands for the run's config.yml; a callable is called when the run starts.
+    argv: list[str] | Callable[[], list[str]]
     render: Callable[[int], str]  # n -> YAML text (rendered when the run starts)
     n: int  # records expected in out.json
     # (first payload, last payload, n) -> an error, or None when they look right
     check: Callable[[dict, dict, int], Optional[str]]
     # source_record_id of record i, with i as the one group: the ids must be exactly 0..n-1
     id_pattern: bytes = rb'"source_record_id":"(\d+)"'
+    # Lines are the payloads themselves (a limit tool's output), not destination records.
+    raw_lines: bool = False
 
 
 class RunFailed(Exception):
@@ -155,7 +158,8 @@ def verify_output(directory: Path, inv: Invocation) -> Optional[str]:
     if matches != inv.n:
         return f"out.json has {matches} expected source_record_ids, expected {inv.n}"
     try:
-        payloads = [json.loads(json.loads(line)["source_data"]) for line in (first, last)]
+        payloads = [json.loads(line) if inv.raw_lines else json.loads(json.loads(line)["source_data"])
+                    for line in (first, last)]
     except (ValueError, KeyError) as error:
         return f"out.json line is not a destination record: {error}"
     return inv.check(payloads[0], payloads[1], inv.n)
@@ -191,7 +195,8 @@ def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> 
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     (directory / "config.yml").write_text(inv.render(inv.n))
-    argv = [a.replace("{config}", str(directory / "config.yml")) for a in inv.argv]
+    argv = [a.replace("{config}", str(directory / "config.yml"))
+            for a in (inv.argv() if callable(inv.argv) else inv.argv)]
     usage_file = directory / "usage.txt"
     log = open(directory / "log.txt", "wb")
     first_record: list[float] = []
@@ -317,6 +322,12 @@ class Tier:
     n: int
     ours: Invocation
     original: Invocation
+    # The bare job done by a reference tool on the same input (kcat for kafka): the floor.
+    limit: Optional[Invocation] = None
+
+    def sides(self, wanted: list[str]) -> list[Invocation]:
+        return [inv for inv in (self.ours, self.original, self.limit)
+                if inv is not None and inv.impl in wanted]
 
 
 @dataclass
@@ -327,6 +338,8 @@ class Plan:
     setup: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
     # What the two 100-record warm-up runs need instead of `setup` (a small server or topic).
     warmup: Optional[Callable[[], contextlib.AbstractContextManager]] = None
+    # How the tables name the tiers' limit side (the reference tool), when they have one.
+    limit_name: str = "limit"
 
 
 @dataclass
@@ -540,13 +553,30 @@ destination:
                     return f"unexpected kafka record at offset {i}: {str(payload)[:160]}"
             return None
 
+        def check_raw(first: dict, last: dict, count: int) -> Optional[str]:
+            for i, payload in ((0, first), (count - 1, last)):
+                if payload.get("id") != i or len(payload.get("padding", "")) != PAYLOAD_BYTES:
+                    return f"unexpected kcat line for offset {i}: {str(payload)[:160]}"
+            return None
+
+        def kcat_argv() -> list[str]:
+            # The librdkafka floor: the same topic consumed to a file with librdkafka's defaults,
+            # nothing else done per message. `exec` so that the measured process is kcat itself.
+            return ["sh", "-c", f"exec kcat -C -q -e -o beginning -b {broker} "
+                                f"-t {holder['topic']} -p 0 > out.json"]
+
         def tier(count: int) -> Tier:
             ids = rb'"source_record_id":"partition_0_offset_(\d+)"'
+            limit = None
+            if shutil.which("kcat"):
+                limit = Invocation("limit", kcat_argv, lambda _: "", count, check_raw,
+                                   rb'(?m)^\{"id":(\d+),', raw_lines=True)
             return Tier(count,
                         Invocation("ours", [self.ours, "run", "{config}"], yaml, count, check,
                                    ids),
                         Invocation("original", [self.original, "run", "{config}"], yaml, count,
-                                   check, ids))
+                                   check, ids),
+                        limit)
 
         @contextlib.contextmanager
         def topic(count: int) -> Iterator[None]:
@@ -554,9 +584,13 @@ destination:
             yield
 
         return Plan(label=f"same YAML; {n:,} JSON records of ~300 B in a one-partition topic "
-                          f"on {broker}; the run ends after consumer_timeout (2 s) without data",
+                          f"on {broker}; the run ends after consumer_timeout (2 s) without data"
+                          + ("; limit: `kcat -C -e` of the same topic to a file (librdkafka "
+                             "defaults)" if shutil.which("kcat") else
+                             "; no limit: kcat is not installed (scripts/install-deps.sh "
+                             "--with-bench)"),
                     same_yaml=True, tiers=[tier(n)], setup=lambda: topic(n),
-                    warmup=lambda: topic(PROBE_N))
+                    warmup=lambda: topic(PROBE_N), limit_name="kcat")
 
 
 def kafka_setup(broker: str, n: int) -> str:
@@ -626,15 +660,23 @@ def spread(values: list[float]) -> dict:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+SIDES = ("ours", "original", "limit")
+# Ratio rows: ours over each other side, per alternated pair.
+RATIOS = (("ratio", "original"), ("ratio_limit", "limit"))
+
+
 def summarize(runs: list[dict]) -> dict:
-    """runs: [{"ours": {...}, "original": {...}}] in pair order."""
-    out = {"ours": {}, "original": {}, "ratio": {}}
+    """runs: [{"ours": {...}, "original": {...}, "limit": {...}}] in pair order; a side that did
+    not run is absent from every pair (its spreads are then None)."""
+    out: dict = {name: {} for name in (*SIDES, *(r for r, _ in RATIOS))}
     for key, *_ in METRICS + [("background_cores", "", "", "")]:
-        for impl in ("ours", "original"):
-            out[impl][key] = spread([pair[impl][key] for pair in runs])
-        ratios = [pair["ours"][key] / pair["original"][key] for pair in runs
-                  if pair["ours"][key] is not None and pair["original"][key]]
-        out["ratio"][key] = spread(ratios)
+        for impl in SIDES:
+            out[impl][key] = spread([pair[impl][key] for pair in runs if impl in pair])
+        for ratio, other in RATIOS:
+            out[ratio][key] = spread([
+                pair["ours"][key] / pair[other][key] for pair in runs
+                if "ours" in pair and other in pair and pair["ours"][key] is not None
+                and pair[other][key]])
     return out
 
 
@@ -679,10 +721,14 @@ def markdown(report: dict) -> str:
             title = f"{case['name']}{mark}"
             lines.append(f"| {title} | {tier['n']:,} | ours | " + " | ".join(
                 fmt(s["ours"][k]["median"], f) for k, _, f, _ in METRICS) + " |")
-            lines.append("| | | original | " + " | ".join(
-                fmt(s["original"][k]["median"], f) for k, _, f, _ in METRICS) + " |")
-            lines.append("| | | ours/original | " + " | ".join(
-                ratio_text(s["ratio"][k]) for k, *_ in METRICS) + " |")
+            for side, ratio, shown in (("original", "ratio", "original"),
+                                       ("limit", "ratio_limit", case.get("limit_name", "limit"))):
+                if s.get(side, {}).get("wall_s", {}).get("median") is None:
+                    continue
+                lines.append(f"| | | {shown} | " + " | ".join(
+                    fmt(s[side][k]["median"], f) for k, _, f, _ in METRICS) + " |")
+                lines.append(f"| | | ours/{shown} | " + " | ".join(
+                    ratio_text(s[ratio][k]) for k, *_ in METRICS) + " |")
         notes.append(f"- **{case['name']}**{mark}: {case['label']}.")
     memory = [c for c in report["cases"] if c["name"] == "memory" and c["status"] == "ok"]
     if memory:
@@ -690,8 +736,9 @@ def markdown(report: dict) -> str:
                   "", "| N | ours | original | ours/original |", "|---:|---:|---:|---:|"]
         for tier in memory[0]["tiers"]:
             s = tier["summary"]
-            cells = [f"{s[i]['rss_mib']['median']:,.0f} [{s[i]['rss_mib']['min']:,.0f}–"
-                     f"{s[i]['rss_mib']['max']:,.0f}]" for i in ("ours", "original")]
+            cells = [f"{fmt(s[i]['rss_mib']['median'], '{:,.0f}')} "
+                     f"[{fmt(s[i]['rss_mib']['min'], '{:,.0f}')}–"
+                     f"{fmt(s[i]['rss_mib']['max'], '{:,.0f}')}]" for i in ("ours", "original")]
             lines.append(f"| {tier['n']:,} | {cells[0]} | {cells[1]} | "
                          f"{ratio_text(s['ratio']['rss_mib'])} |")
     lines += ["", *notes]
@@ -721,9 +768,9 @@ def plot(report: dict, path: Path) -> Optional[str]:
                            (axes[1], "rss_mib", "peak RSS, MiB (lower is better)")):
         for offset, impl, color in ((-width / 2, "ours", "#1f77b4"),
                                     (width / 2, "original", "#ff7f0e")):
-            med = [s[impl][key]["median"] for _, s in bars]
-            err = [[m - s[impl][key]["min"] for m, (_, s) in zip(med, bars)],
-                   [s[impl][key]["max"] - m for m, (_, s) in zip(med, bars)]]
+            med = [s[impl][key]["median"] or 0 for _, s in bars]
+            err = [[m - (s[impl][key]["min"] or 0) for m, (_, s) in zip(med, bars)],
+                   [(s[impl][key]["max"] or 0) - m for m, (_, s) in zip(med, bars)]]
             ax.bar([i + offset for i in range(len(bars))], med, width, yerr=err, capsize=3,
                    label=impl, color=color)
         ax.set_xticks(range(len(bars)))
@@ -793,12 +840,12 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
         return {"name": name, "status": "pending", "reason": plan.reason}
     print(f"  {plan.label}", flush=True)
     case = {"name": name, "status": "ok", "label": plan.label, "same_yaml": plan.same_yaml,
-            "tiers": []}
+            "tiers": [], "limit_name": plan.limit_name}
     try:
         # One tiny run per side, not counted: warms the page cache and checks both accept the
         # config before the long runs.
         with (plan.warmup or contextlib.nullcontext)():
-            for inv in (plan.tiers[0].ours, plan.tiers[0].original):
+            for inv in plan.tiers[0].sides(args.sides):
                 tiny = dataclasses.replace(inv, n=PROBE_N)
                 run_once(tiny, harness.work / f"{name}-warmup-{inv.impl}", 300, False)
         print("  warm-up runs ok (both sides, N=100)", flush=True)
@@ -807,7 +854,7 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
                 pairs = []
                 for i in range(args.runs):
                     pair = {}
-                    for inv in (tier.ours, tier.original):
+                    for inv in tier.sides(args.sides):
                         directory = harness.work / f"{name}-{tier.n}-{inv.impl}-{i}"
                         result = run_once(inv, directory, args.timeout, args.keep_output)
                         pair[inv.impl] = result
@@ -816,6 +863,7 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
                               f"cpu {result['cpu_s']:7.2f} s  rss {result['rss_mib']:6.0f} MiB  "
                               f"first {fmt(result['first_record_s'], '{:.2f}')} s  "
                               f"wall {result['wall_s']:6.2f} s  "
+                              f"user {result['user_s']:5.2f} sys {result['sys_s']:5.2f}  "
                               f"bg {result['background_cores']:.2f} cores", flush=True)
                     pairs.append(pair)
                 case["tiers"].append({"n": tier.n, "runs": pairs, "summary": summarize(pairs)})
@@ -838,6 +886,9 @@ def main() -> int:
                              "generator is included only while python-source is pending)")
     parser.add_argument("--results", default=str(BENCH / "results"))
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
+    parser.add_argument("--sides", default=",".join(SIDES),
+                        help="which sides run, of ours,original,limit (default all; the limit is "
+                             "the reference tool of a case that has one, kcat for kafka)")
     parser.add_argument("--keep-output", action="store_true", help="keep each run's directory")
     parser.add_argument("--note", default="",
                         help="a sentence on the conditions of the run, quoted under the table's "
@@ -851,8 +902,11 @@ def main() -> int:
     unknown = [c for c in cases if c not in ALL_CASES]
     if unknown:
         parser.error(f"unknown case(s) {unknown}; choose from {ALL_CASES}")
+    args.sides = [side.strip() for side in args.sides.split(",") if side.strip()]
+    if "ours" not in args.sides or any(side not in SIDES for side in args.sides):
+        parser.error(f"--sides: a subset of {','.join(SIDES)} that includes ours")
     args.ours, args.original = (str(Path(b).resolve()) for b in (args.ours, args.original))
-    for binary in (args.ours, args.original):
+    for binary in (args.ours, args.original) if "original" in args.sides else (args.ours,):
         if not os.access(binary, os.X_OK):
             parser.error(f"{binary} is not an executable (run bench/run.sh, which builds it)")
 
@@ -879,7 +933,7 @@ def main() -> int:
 
     report["finished_at"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     background = [run[impl]["background_cores"] for c in report["cases"] if c["status"] == "ok"
-                  for t in c["tiers"] for run in t["runs"] for impl in ("ours", "original")]
+                  for t in c["tiers"] for run in t["runs"] for impl in SIDES if impl in run]
     if background:
         env["background_cores_median"] = statistics.median(background)
         env["background_cores_max"] = max(background)
