@@ -84,6 +84,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    args.binary = args.binary.resolve()
     if not args.binary.exists():
         parser.error(f"{args.binary} not found (scripts/build.sh release)")
     port = closed_port()

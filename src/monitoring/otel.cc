@@ -139,7 +139,10 @@ class OtelExporter final : public Exporter {
                                          std::make_move_iterator(spans_.begin() + take));
         spans_.erase(spans_.begin(), spans_.begin() + static_cast<std::ptrdiff_t>(take));
         if (!Deliver(options_.traces_url, OtlpTracesJson(batch, identity_, options_), now_us)) {
-          dropped += static_cast<int64_t>(batch.size());
+          // The endpoint is down: what is left would only wait for the same timeout again.
+          dropped += static_cast<int64_t>(batch.size() + spans_.size());
+          spans_.clear();
+          ready = false;  // Nor would the metrics get through now.
         }
       }
     }
