@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "engine/backend/bigquery_backend.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 
@@ -67,6 +68,12 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
     BIZON_RETURN_IF_ERROR(result->Migrate());
     return result;
   }
+  if (type == "bigquery") {
+    BIZON_ASSIGN_OR_RETURN(auto opened, BigQueryBackend::OpenFromConfig(backend));
+    std::unique_ptr<Backend> result = std::move(opened);
+    BIZON_RETURN_IF_ERROR(result->Migrate());
+    return result;
+  }
   return Fail(Status(StatusCode::kUnimplemented,
                      fmt::format("the '{}' backend is declared but not built into this binary "
                                  "yet; use sqlite",
@@ -79,7 +86,10 @@ std::optional<std::string> SqliteFilePath(const Value& backend) {
   return SqlitePath(backend);
 }
 
-bool HasRunLock(const Value& backend) { return backend.GetString("type", "sqlite") == "postgres"; }
+bool HasRunLock(const Value& backend) {
+  std::string type = backend.GetString("type", "sqlite");
+  return type == "postgres" || type == "bigquery";
+}
 
 bool IsProcessLocal(const Value& backend) {
   return backend.GetString("type", "sqlite") == "sqlite_in_memory";

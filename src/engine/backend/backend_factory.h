@@ -20,8 +20,9 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend);
 /// The database file of a `sqlite` backend; nullopt for any other type.
 std::optional<std::string> SqliteFilePath(const Value& backend);
 
-/// True when the backend's AcquireRunLock() takes a real lock (a PostgreSQL advisory lock), which
-/// proves that no other run of the pipeline is alive, on any host.
+/// True when the backend's AcquireRunLock() takes a real lock (a PostgreSQL advisory lock, the
+/// BigQuery backend's lease row), which proves that no other run of the pipeline is alive, on any
+/// host.
 bool HasRunLock(const Value& backend);
 
 /// True when the backend lives in this process's memory (`sqlite_in_memory`): another process,

@@ -18,6 +18,7 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
+#include "engine/backend/bigquery_backend.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 #include "postgres/postgres_client.h"
@@ -210,6 +211,71 @@ class PostgresHarness final : public BackendHarness {
   std::string schema_;
   std::unique_ptr<PgConnection> admin_;
   std::unique_ptr<PostgresBackend> backend_;
+};
+
+/// A dataset of its own on the BigQuery emulator (BIGQUERY_EMULATOR_HOST, BIZON_BIGQUERY_PROJECT,
+/// as `scripts/test-servers.sh start bigquery` exports them), deleted at the end.
+class BigQueryHarness final : public BackendHarness {
+ public:
+  BigQueryHarness() {
+    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) return;
+    const char* project = std::getenv("BIZON_BIGQUERY_PROJECT");
+    project_ = project != nullptr ? project : "test-project";
+    dataset_ = "bizon_backend_test_" + NewUuidHex().substr(0, 12);
+    backend_ = ValueOrDie(
+        BigQueryBackend::Open({.project = project_, .dataset = dataset_, .create_schema = true}));
+    Status migrated = backend_->Migrate();
+    EXPECT_TRUE(migrated.ok()) << migrated.ToString();
+  }
+  ~BigQueryHarness() override {
+    if (backend_ == nullptr) return;
+    auto client = BigQueryClient::Make({.project = project_});
+    backend_.reset();
+    // Ignored: a leftover dataset only costs space on the emulator.
+    if (client) (*client)->DeleteDataset(project_, dataset_, true, true).IgnoreError();
+  }
+
+  std::string SkipReason() const override {
+    return backend_ != nullptr ? ""
+                               : "no BigQuery emulator: run `eval \"$(scripts/test-servers.sh "
+                                 "start bigquery)\"` first";
+  }
+  Backend& backend() override { return *backend_; }
+  std::unique_ptr<BigQueryBackend>& bigquery() { return backend_; }
+  const std::string& project() const { return project_; }
+  const std::string& dataset() const { return dataset_; }
+  std::string Table(std::string_view name) const override { return backend_->Table(name); }
+  std::string TimestampText(std::string_view column) const override {
+    return "FORMAT_DATETIME('%Y-%m-%d %H:%M:%E6S', " + std::string(column) + ")";
+  }
+
+  std::optional<std::string> QueryText(const std::string& sql) override {
+    auto result = Run(sql);
+    EXPECT_TRUE(result.has_value()) << result.error().ToString();
+    if (!result || result->rows.empty() || result->rows[0].empty()) return std::nullopt;
+    const Value& cell = result->rows[0][0];
+    if (cell.is_null()) return std::nullopt;
+    return cell.is_string() ? cell.AsString() : cell.ToDisplayString();
+  }
+
+  void ExecuteRaw(const std::string& sql) override {
+    // BigQuery wants a WHERE on every UPDATE and DELETE.
+    std::string statement = sql;
+    bool mutation = statement.starts_with("UPDATE ") || statement.starts_with("DELETE ");
+    if (mutation && statement.find(" WHERE ") == std::string::npos) statement += " WHERE TRUE";
+    auto result = Run(statement);
+    ASSERT_TRUE(result.has_value()) << result.error().ToString();
+  }
+
+ private:
+  Result<BigQueryQueryResult> Run(const std::string& sql) {
+    return backend_->client().RunQuery({.job_id = BigQueryClient::RandomJobId("bizon_test")},
+                                       {.query = sql});
+  }
+
+  std::string project_;
+  std::string dataset_;
+  std::unique_ptr<BigQueryBackend> backend_;
 };
 
 }  // namespace bizon::testing_support

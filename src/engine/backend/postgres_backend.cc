@@ -14,6 +14,7 @@
 
 #include "bizon/clock.h"
 #include "engine/backend/original_state.h"
+#include "engine/backend/stored_pagination.h"
 
 namespace bizon {
 namespace {
@@ -152,19 +153,9 @@ std::string Micros(std::string_view column) {
 /// A TIMESTAMP parameter: the text form PostgreSQL parses whatever its DateStyle.
 std::string SqlTime(int64_t micros) { return FormatSqlTimestamp(micros); }
 
-/// Empty paginations mean "the source is exhausted" and are stored as NULL, as in the original.
+/// Empty paginations are stored as NULL (stored_pagination.h).
 std::optional<std::string> PaginationForStorage(std::optional<std::string_view> json) {
-  if (!json.has_value()) return std::nullopt;
-  std::string_view text = *json;
-  constexpr std::string_view kWhitespace = " \t\r\n";
-  size_t begin = text.find_first_not_of(kWhitespace);
-  if (begin == std::string_view::npos) return std::nullopt;
-  text = text.substr(begin, text.find_last_not_of(kWhitespace) - begin + 1);
-  if (text == "null") return std::nullopt;
-  if (text.front() == '{' && text.back() == '}' &&
-      text.substr(1, text.size() - 2).find_first_not_of(kWhitespace) == std::string_view::npos) {
-    return std::nullopt;
-  }
+  if (!json.has_value() || IsEmptyPagination(*json)) return std::nullopt;
   return std::string(*json);
 }
 
