@@ -1,0 +1,111 @@
+"""`bizon run` with `engine.backend.type: bigquery` against the BigQuery emulator: the state
+tables are created in the backend's dataset, a run's job and cursors land there, a killed run is
+resumed from them by the next process (same job, every record once), and a missing dataset is a
+clear error unless `create_schema` is set.
+
+Under CI=true a missing emulator fails these tests (conftest_google's fixture)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pytest
+
+from conftest_google import google_emulators  # noqa: F401 (fixture)
+from test_engine_support import file_destination, generator, ids_in, kill, pipeline, spawn, wait_for
+
+
+def backend(emulators, dataset: str, **config) -> dict:
+    return {"backend": {"type": "bigquery", "config": {
+        "database": emulators.project, "schema": dataset, "create_schema": True, **config}}}
+
+
+@pytest.fixture
+def dataset(google_emulators):
+    name = f"bizon_state_e2e_{uuid.uuid4().hex[:12]}"
+    yield name
+    try:
+        google_emulators.bq("DELETE", f"datasets/{name}?deleteContents=true")
+    except AssertionError:
+        pass  # Never created (the missing-dataset test), or already gone.
+
+
+def jobs(emulators, dataset: str) -> list[dict]:
+    return emulators.query(
+        f"SELECT id, name, status, sync_mode, owner FROM `{emulators.project}.{dataset}.stream_jobs`"
+        " ORDER BY created_at")
+
+
+def cursors(emulators, dataset: str) -> list[dict]:
+    return emulators.query(
+        f"SELECT job_id, to_source_iteration, rows_written, success FROM"
+        f" `{emulators.project}.{dataset}.destination_cursors` ORDER BY to_source_iteration")
+
+
+def test_a_run_keeps_its_state_in_the_bigquery_dataset(bizon, google_emulators, dataset):
+    config = bizon.write("p.yml", pipeline(
+        "bq-state", generator(count=300, page_size=50), file_destination(buffer_size=0),
+        engine=backend(google_emulators, dataset, schema_location="EU")))
+    bizon.run("run", config, check=0, timeout=300)
+
+    assert sorted(ids_in(bizon.read_ndjson("out.json"))) == list(range(300))
+    [job] = jobs(google_emulators, dataset)
+    assert (job["name"], job["status"], job["sync_mode"]) == ("bq-state", "succeeded", "full_refresh")
+    written = cursors(google_emulators, dataset)
+    assert written and all(c["job_id"] == job["id"] and c["success"] == "true" for c in written)
+    assert sum(int(c["rows_written"]) for c in written) == 300
+    # The run lock was released at the end.
+    [lock] = google_emulators.query(
+        f"SELECT owner, token FROM `{google_emulators.project}.{dataset}.bizon_run_locks`")
+    assert lock == {"owner": None, "token": None}
+    # The dataset was created where schema_location says.
+    assert google_emulators.bq("GET", f"datasets/{dataset}")["location"] == "EU"
+
+
+def test_a_killed_run_resumes_from_the_state_in_bigquery(bizon, google_emulators, dataset):
+    count = 2_000
+    config = bizon.write("p.yml", pipeline(
+        "bq-resume", generator("incremental", count=count, page_size=50, sleep=0.05),
+        file_destination(buffer_size=0),
+        engine=backend(google_emulators, dataset)))
+    process = spawn(bizon, "run", config)
+    try:
+        # Killed once it has committed a few cursors to BigQuery, mid-stream.
+        wait_for(lambda: process.poll() is not None or _cursor_count(google_emulators, dataset) >= 3,
+                 timeout=240, interval=0.5, what="cursors in the BigQuery backend")
+    finally:
+        kill(process)
+    assert process.returncode != 0, "the run finished before it could be killed"
+    [interrupted] = jobs(google_emulators, dataset)
+    assert interrupted["status"] == "running"
+    committed = cursors(google_emulators, dataset)
+
+    # A new process (its own backend instance, its own run lock) resumes the same job.
+    result = bizon.run("run", config, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "taking over the run lock" in result.stderr  # The killed run left it behind.
+    [job] = jobs(google_emulators, dataset)
+    assert (job["id"], job["status"]) == (interrupted["id"], "succeeded")
+    after = cursors(google_emulators, dataset)
+    assert after[: len(committed)] == committed
+    ids = ids_in(bizon.read_ndjson("out.json"))
+    duplicated = [i for i, n in Counter(ids).items() if n > 1]
+    assert not duplicated and sorted(ids) == list(range(count))
+
+
+def _cursor_count(emulators, dataset: str) -> int:
+    try:
+        return len(cursors(emulators, dataset))
+    except AssertionError:  # The tables do not exist yet.
+        return 0
+
+
+def test_a_missing_dataset_is_an_error_without_create_schema(bizon, google_emulators, dataset):
+    config = bizon.write("p.yml", pipeline(
+        "bq-missing", generator(count=10), file_destination(),
+        engine=backend(google_emulators, dataset, create_schema=False)))
+    result = bizon.run("run", config, check=1)
+    assert (f"Schema or dataset {google_emulators.project}.{dataset} does not exist in the "
+            "database, you need to create it first") in result.stderr
+    assert not (bizon.cwd / "out.json").exists()
