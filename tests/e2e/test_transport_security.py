@@ -18,7 +18,7 @@ import uuid
 import pytest
 import yaml
 
-from conftest_kafka import kafka  # noqa: F401 (fixture)
+from conftest_kafka import AdminClient, kafka  # noqa: F401 (fixture)
 from conftest_postgres import _psql
 from test_engine_support import file_destination, generator, ids_in, pipeline
 from test_servers_support import run_servers, skip_or_fail
@@ -160,6 +160,13 @@ def test_kafka_source_plaintext_client_is_refused_by_the_tls_listener(bizon, kaf
 def test_kafka_source_scram(bizon, kafka, kafka_tls, mechanism):  # noqa: F811
     """SCRAM with the right password reads; a librdkafka older than 2.6.1 cannot authenticate to
     a Kafka 4 broker, and then the error must say so instead of blaming the credentials."""
+    # The broker takes these credentials (the test client's librdkafka is recent enough).
+    admin = AdminClient({"bootstrap.servers": kafka_tls["BIZON_KAFKA_SASL_SSL_BOOTSTRAP"],
+                         "security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism,
+                         "sasl.username": kafka_tls["BIZON_KAFKA_SASL_USER"],
+                         "sasl.password": kafka_tls["BIZON_KAFKA_SASL_PASSWORD"],
+                         "ssl.ca.location": kafka_tls["BIZON_TLS_CA"]})
+    assert admin.list_topics(timeout=15).brokers
     topic = filled_topic(kafka, 5)
     source = kafka_source(topic, kafka_tls["BIZON_KAFKA_SASL_SSL_BOOTSTRAP"],
                           {"security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism,
