@@ -9,15 +9,22 @@ Under CI=true a missing emulator fails these tests (conftest_google's fixture)."
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest_google import GoogleApiError, google_emulators  # noqa: F401 (fixture)
 from test_engine_support import dummy, generator, parse_sql_time, pipeline, runner, State
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+
+from fake_hubspot import FakeHubSpot  # noqa: E402
+from harness import load_example  # noqa: E402
 
 INTERVAL_MS = 1
 
@@ -81,7 +88,8 @@ def test_full_refresh_loads_raw_columns_and_a_second_run_replaces(bizon, google_
     assert [field["mode"] for field in table["schema"]["fields"]] == ["NULLABLE"] * 6
     # No staging table and no staged file remain.
     assert table_names(emulators, dataset) == ["_bizon_dummy_creatures"]
-    assert emulators.list_objects(emulators.bucket, "dummy/creatures/") == []
+    [job] = State(bizon.cwd).jobs()
+    assert emulators.list_objects(emulators.bucket, f"dummy/creatures/{job['id']}/") == []
 
     first_ids = {row["_bizon_id"] for row in found}
     bizon.run("run", config, check=0)
@@ -235,10 +243,10 @@ def test_async_load_batches_files_into_jobs(bizon, google_emulators, dataset):
     config = bizon.write("p.yml", pipeline("bq-async", generator(count=100, page_size=10), dest))
     result = bizon.run("run", config, check=0)
     assert generator_ids(rows(emulators, dataset, "batched")) == list(range(100))
-    assert emulators.list_objects(emulators.bucket, "generator/records/") == []
+    [job] = State(bizon.cwd).jobs()
+    assert emulators.list_objects(emulators.bucket, f"generator/records/{job['id']}/") == []
     assert "already ran" not in result.stderr
     # Ten files, three per job: four load jobs, named after their first file's write.
-    [job] = State(bizon.cwd).jobs()
     for first_write in (1, 4, 7, 10):
         answer = emulators.bq("GET", f"jobs/{load_job_id(job['id'], 'batched', first_write)}")
         assert answer["status"]["state"] == "DONE" and "errorResult" not in answer["status"]
@@ -263,3 +271,60 @@ def test_a_load_that_already_ran_is_not_run_again(bizon, google_emulators, datas
     result = bizon.run("run", config, check=0)
     assert "already ran; not running it again" in result.stderr
     assert generator_ids(rows(emulators, dataset, "once")) == list(range(30))
+
+
+# --------------------------------------------------------------------------------------------
+# The original's BigQuery examples (our own files in their shapes), pointed at the fake HubSpot
+# and the emulators.
+
+
+def _example(name: str, emulators, dataset: str, hubspot_url: str) -> dict:
+    config = load_example(name)
+    config.pop("engine", None)  # The bigquery backend is not part of this destination.
+    config["source"]["base_url"] = hubspot_url
+    config["destination"]["config"].update(
+        project_id=emulators.project, dataset_id=dataset, gcs_buffer_bucket=emulators.bucket)
+    return config
+
+
+def test_example_hubspot_incremental_to_bigquery(bizon, google_emulators, dataset):
+    emulators = google_emulators
+    hubspot = FakeHubSpot(token="hubspot-private-app-token").start()
+    try:
+        config = _example("hubspot_incremental_to_bigquery.yml", emulators, dataset, hubspot.url)
+        text = yaml.safe_dump(config)
+        path = bizon.write("p.yml", text)
+        bizon.run("run", path, check=0, timeout=300)
+        table = "_bizon_hubspot_contacts"
+        first = rows(emulators, dataset, table)
+        assert len(first) == 250
+        assert {row["_source_record_id"] for row in first} == {
+            contact["id"] for contact in hubspot.account.objects["contacts"]}
+        changed = hubspot.account.objects["contacts"][42]["id"]
+        hubspot.account.touch("contacts", changed)
+        bizon.run("run", path, check=0, timeout=300)
+        after = rows(emulators, dataset, table)
+        assert len(after) == 251  # Appended only the changed contact.
+        assert sorted(row["_source_record_id"] for row in after if row["_source_record_id"] == changed) == [
+            changed, changed]
+        assert table_names(emulators, dataset) == [table]
+        assert hubspot.violations == []
+    finally:
+        hubspot.stop()
+
+
+def test_example_hubspot_companies_async_load_with_the_key_moved(bizon, google_emulators, dataset):
+    emulators = google_emulators
+    hubspot = FakeHubSpot(token="hubspot-private-app-token").start()
+    try:
+        config = _example("bigquery_key_beside_options.yml", emulators, dataset, hubspot.url)
+        # As written the key is refused (it belongs under authentication); the emulators need none.
+        config["destination"]["config"].pop("service_account_key")
+        config["destination"]["config"]["buffer_size"] = 0
+        bizon.run("run", bizon.write("p.yml", yaml.safe_dump(config)), check=0, timeout=300)
+        found = rows(emulators, dataset, "_bizon_hubspot_companies")
+        assert sorted(row["_source_record_id"] for row in found) == sorted(
+            company["id"] for company in hubspot.account.objects["companies"])
+        assert hubspot.violations == []
+    finally:
+        hubspot.stop()
