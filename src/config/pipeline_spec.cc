@@ -1,9 +1,10 @@
+#include "config/pipeline_spec.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
-#include "config/pipeline_spec.h"
 #include "postgres/postgres_client.h"
 
 namespace bizon {

@@ -1,3 +1,5 @@
+#include "connectors/sources/kafka/kafka_source.h"
+
 #include <fmt/format.h>
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
@@ -11,9 +13,8 @@
 #include "config/references.h"
 #include "connectors/registration.h"
 #include "connectors/sources/kafka/kafka_message.h"
-#include "connectors/sources/kafka/kafka_security.h"
-#include "connectors/sources/kafka/kafka_source.h"
 #include "http/http_session.h"
+#include "kafka/kafka_security.h"
 
 namespace bizon {
 namespace kafka {
