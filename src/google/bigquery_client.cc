@@ -480,17 +480,8 @@ BigQueryClient::BigQueryClient(BigQueryClientOptions options, std::string endpoi
       endpoint_(std::move(endpoint)),
       emulator_(emulator),
       project_(std::move(project)) {
-  HttpPolicy policy;
-  policy.configured = true;
-  policy.timeouts = options_.timeouts;
-  policy.raise_for_status = false;
-  policy.retries = options_.retries;
-  std::shared_ptr<Authenticator> authenticator;
-  if (!options_.credentials->anonymous()) {
-    authenticator = std::make_shared<GoogleAuthenticator>(options_.credentials);
-  }
-  session_ = std::make_unique<HttpSession>(HttpSessionOptions{
-      .policy = std::move(policy), .authenticator = authenticator, .sleep = options_.sleep});
+  session_ = std::make_unique<HttpSession>(GoogleApiSessionOptions(
+      options_.credentials, options_.timeouts, options_.retries, options_.sleep));
 }
 
 Result<HttpResponse> BigQueryClient::Send(HttpRequest request) {

@@ -10,21 +10,11 @@
 #include <random>
 
 #include "config/references.h"
+#include "google/google_endpoint.h"
 #include "http/url.h"
 
 namespace bizon {
 namespace {
-
-std::optional<std::string> GetEnv(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
-std::string TrimSlashes(std::string text) {
-  while (!text.empty() && text.back() == '/') text.pop_back();
-  return text;
-}
 
 // The session's own errors carry failure class source; the GCS client serves destinations too,
 // so its callers tag them.
@@ -100,12 +90,7 @@ class FileSource final : public GcsUploadSource {
 }  // namespace
 
 std::optional<std::string> GcsEmulatorEndpoint(const GoogleEnvFunction& env) {
-  std::optional<std::string> host =
-      env ? env("STORAGE_EMULATOR_HOST") : GetEnv("STORAGE_EMULATOR_HOST");
-  if (!host || host->empty()) return std::nullopt;
-  std::string endpoint = *host;
-  if (endpoint.find("://") == std::string::npos) endpoint = "http://" + endpoint;
-  return TrimSlashes(std::move(endpoint));
+  return GoogleEmulatorEndpoint(env, "STORAGE_EMULATOR_HOST");
 }
 
 Result<GcsObject> GcsObject::FromJson(std::string_view json) {
@@ -161,57 +146,36 @@ Result<std::unique_ptr<GcsClient>> GcsClient::Make(GcsClientOptions options) {
         fmt::format("GCS resumable chunk size must be a positive multiple of 262144 bytes: {}",
                     options.chunk_size)));
   }
-  bool emulator = false;
-  std::string endpoint = TrimSlashes(options.endpoint);
-  if (endpoint.empty()) {
-    if (std::optional<std::string> emulated = GcsEmulatorEndpoint(options.env)) {
-      endpoint = *emulated;
-      emulator = true;
-    } else {
-      endpoint = std::string(kGcsProductionEndpoint);
-    }
-  }
-  if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://")) {
-    return Fail(InvalidArgumentError(
-        fmt::format("GCS endpoint must be an http:// or https:// URL: {}", endpoint)));
-  }
-  if (emulator) {
-    options.credentials = MakeAnonymousGoogleCredentials();
-  } else if (!options.credentials) {
-    BIZON_ASSIGN_OR_RETURN(options.credentials,
-                           MakeGoogleCredentials({.scopes = {std::string(kGcsReadWriteScope)},
-                                                  .sleep = options.sleep,
-                                                  .env = options.env}));
-  }
-  spdlog::info("GCS client: {}{}", endpoint,
-               emulator ? " (STORAGE_EMULATOR_HOST, no credentials)"
-                        : ", " + options.credentials->Describe());
-  return std::unique_ptr<GcsClient>(new GcsClient(std::move(options), endpoint, emulator));
+  BIZON_ASSIGN_OR_RETURN(GoogleApiEndpoint endpoint,
+                         ResolveGoogleApiEndpoint({.api = "GCS",
+                                                   .endpoint = options.endpoint,
+                                                   .emulator_variable = "STORAGE_EMULATOR_HOST",
+                                                   .production = kGcsProductionEndpoint,
+                                                   .credentials = options.credentials,
+                                                   .scope = std::string(kGcsReadWriteScope),
+                                                   .sleep = options.sleep,
+                                                   .env = options.env}));
+  options.credentials = std::move(endpoint.credentials);
+  spdlog::info("GCS client: {}{}", endpoint.url,
+               endpoint.emulator ? " (STORAGE_EMULATOR_HOST, no credentials)"
+                                 : ", " + options.credentials->Describe());
+  return std::unique_ptr<GcsClient>(
+      new GcsClient(std::move(options), endpoint.url, endpoint.emulator));
 }
 
 GcsClient::GcsClient(GcsClientOptions options, std::string endpoint, bool emulator)
     : options_(std::move(options)), endpoint_(std::move(endpoint)), emulator_(emulator) {
-  HttpPolicy policy;
-  policy.configured = true;
-  policy.timeouts = options_.timeouts;
-  policy.raise_for_status = false;
-  policy.retries = options_.retries;
-  std::shared_ptr<Authenticator> authenticator;
-  if (!options_.credentials->anonymous()) {
-    authenticator = std::make_shared<GoogleAuthenticator>(options_.credentials);
-  }
-  session_ = std::make_unique<HttpSession>(HttpSessionOptions{
-      .policy = policy, .authenticator = authenticator, .sleep = options_.sleep});
+  HttpSessionOptions session = GoogleApiSessionOptions(options_.credentials, options_.timeouts,
+                                                       options_.retries, options_.sleep);
+  session_ = std::make_unique<HttpSession>(session);
   // libcurl sends a request again by itself when a reused HTTP/1.1 connection dies before any
   // answer. For a chunk, that resend would start at an offset the server may have moved past
   // (it can keep part of the bytes of the dropped attempt), which the protocol forbids: the
   // client must ask first. Chunks therefore go on connections that are never reused, so every
   // failure comes back here (and none comes from a connection the server closed between two
   // chunks).
-  upload_session_ = std::make_unique<HttpSession>(HttpSessionOptions{.policy = std::move(policy),
-                                                                     .authenticator = authenticator,
-                                                                     .sleep = options_.sleep,
-                                                                     .reuse_connections = false});
+  session.reuse_connections = false;
+  upload_session_ = std::make_unique<HttpSession>(std::move(session));
 }
 
 Result<HttpResponse> GcsClient::Send(HttpRequest request, HttpSession* session) {

@@ -28,6 +28,21 @@ std::optional<std::string> GoogleEmulatorEndpoint(const GoogleEnvFunction& env,
   return TrimSlashes(std::move(endpoint));
 }
 
+HttpSessionOptions GoogleApiSessionOptions(const std::shared_ptr<GoogleCredentials>& credentials,
+                                           const HttpTimeouts& timeouts, const RetryPolicy& retries,
+                                           HttpSleepFunction sleep) {
+  HttpSessionOptions options;
+  options.policy.configured = true;
+  options.policy.timeouts = timeouts;
+  options.policy.raise_for_status = false;
+  options.policy.retries = retries;
+  if (!credentials->anonymous()) {
+    options.authenticator = std::make_shared<GoogleAuthenticator>(credentials);
+  }
+  options.sleep = std::move(sleep);
+  return options;
+}
+
 Result<GoogleApiEndpoint> ResolveGoogleApiEndpoint(GoogleApiEndpointOptions options) {
   GoogleApiEndpoint out{.url = TrimSlashes(options.endpoint)};
   if (out.url.empty()) {

@@ -39,6 +39,13 @@ struct GoogleApiEndpointOptions {
   GoogleEnvFunction env;
 };
 
+/// The HttpSession options of a Google API client: its timeouts and retries, no
+/// raise-for-status (the client reads Google's error bodies itself), and the bearer token of
+/// `credentials` unless they are anonymous.
+HttpSessionOptions GoogleApiSessionOptions(const std::shared_ptr<GoogleCredentials>& credentials,
+                                           const HttpTimeouts& timeouts, const RetryPolicy& retries,
+                                           HttpSleepFunction sleep);
+
 /// An endpoint that is not an http:// or https:// URL is kInvalidArgument.
 Result<GoogleApiEndpoint> ResolveGoogleApiEndpoint(GoogleApiEndpointOptions options);
 
