@@ -529,8 +529,8 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   return ReturnStatus::kSuccess;
 }
 
-/// The monitor the `monitoring` block (or the OTEL_* variables) asks for; none when it cannot start:
-/// monitoring must not fail a run.
+/// The monitor the `monitoring` block (or the OTEL_* variables) asks for; none when it cannot
+/// start: monitoring must not fail a run.
 std::unique_ptr<Monitor> StartMonitor(const LoadedConfig& config,
                                       const PipelineSettings& settings) {
   MonitorIdentity identity{
