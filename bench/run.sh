@@ -25,7 +25,7 @@ if ! "$python" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (
   exit 1
 fi
 
-# Build dependencies (idempotent); python3-venv and GNU time are not among them on Debian.
+# Build dependencies and the bench tools (kcat, GNU time), idempotent; python3-venv is checked below.
 "$root/scripts/install-deps.sh" --with-bench
 if ! "$python" -c 'import ensurepip' 2>/dev/null; then
   echo "bench: installing python3-venv"
