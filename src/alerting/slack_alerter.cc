@@ -26,14 +26,29 @@ thread_local bool t_sending_alerts = false;
 /// Set in a child made by fork(), where no sender thread runs.
 std::atomic<bool> g_forked_child{false};
 
-void MarkForkedChild() { g_forked_child.store(true, std::memory_order_relaxed); }
+/// Held by the sender while it posts or logs, and by fork() (through the handlers below), so a
+/// child is never made while the sender is inside libcurl, OpenSSL or a log sink: a lock held
+/// there would stay held for ever in the child, which has no sender thread to release it. A fork
+/// therefore waits for a post in flight (at most its timeouts).
+std::mutex& ForkGuard() {
+  static std::mutex guard;
+  return guard;
+}
+
+void LockForFork() { ForkGuard().lock(); }
+void UnlockInParent() { ForkGuard().unlock(); }
+void UnlockInChild() {
+  g_forked_child.store(true, std::memory_order_relaxed);
+  ForkGuard().unlock();
+}
 
 void WatchForks() {
   static std::once_flag once;
   std::call_once(once, [] {
-    // Best effort: without the handler a child's records would only wait in its copy of the
-    // buffer, and nothing would post them; the parent reports the child's failure anyway.
-    (void)::pthread_atfork(nullptr, nullptr, MarkForkedChild);
+    // Fails only for lack of memory. Without the handlers a child's records would wait in its
+    // copy of the buffer and never be posted, and a fork could catch the sender mid-post.
+    int registered = ::pthread_atfork(LockForFork, UnlockInParent, UnlockInChild);
+    if (registered != 0) spdlog::warn("Slack alerting: cannot watch for fork() ({})", registered);
   });
 }
 
@@ -204,6 +219,7 @@ SlackAlerter::Delivery SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock,
     if (timeout < 0.05) return Delivery::kOutOfTime;
     bucket_.Take(now);
     lock.unlock();
+    std::unique_lock fork_guard(ForkGuard());
     AlertPostOutcome outcome = options_.poster(payload, timeout);
     double pause = 0;
     if (outcome.status == 429) {
@@ -215,6 +231,7 @@ SlackAlerter::Delivery SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock,
       spdlog::warn("Slack alert not sent (attempt {} of {}): {}", failures + 1, options_.attempts,
                    outcome.error);
     }
+    fork_guard.unlock();
     lock.lock();
     if (outcome.ok()) return Delivery::kPosted;
     if (outcome.status == 429) {
@@ -268,6 +285,7 @@ void SlackAlerter::SendLoop() {
   shared_->counts.left_unsent = left;
   lock.unlock();
   if (left > 0) {
+    std::lock_guard fork_guard(ForkGuard());
     spdlog::warn("{} Slack alert{} not sent: the exit flush ran out of time after {} s", left,
                  left == 1 ? "" : "s", options_.flush_s);
   }

@@ -12,7 +12,8 @@
 // Lifecycle: the constructor starts the sender thread; Shutdown() (or the destructor) posts what
 // is waiting, for at most `flush_s`, then stops it. In a child made by fork() (the process runner's
 // producer) the sink drops everything: the sender thread exists only in the parent, which reports
-// the child's failure itself.
+// the child's failure itself; fork() waits for a post in flight, so the child inherits no lock
+// held inside libcurl or a log sink.
 //
 // Thread-safety: the sink may be called from any number of threads at once.
 #pragma once
