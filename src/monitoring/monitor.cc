@@ -148,6 +148,16 @@ void LatencySummary::Merge(const LatencySummary& other) {
 
 void DurableTally::Add(const RecordBatch& records) {
   if (records.empty() || !CurrentMonitor().enabled()) return;
+  size_t first = timestamps_us_.size();
+  timestamps_us_.resize(first + records.size());
+  for (size_t i = 0; i < records.size(); ++i) timestamps_us_[first + i] = records.timestamp_us(i);
+  if (!records.has_destination_ids()) {  // Every record goes to the default destination.
+    auto found = std::find_if(rows_.begin(), rows_.end(),
+                              [](const auto& entry) { return entry.first.empty(); });
+    if (found == rows_.end()) found = rows_.emplace(rows_.end(), std::string(), 0);
+    found->second += static_cast<int64_t>(records.size());
+    return;
+  }
   // Per destination id, in order of first appearance (a handful of ids at most; runs of one id
   // are the common case, so the last one used is tried first).
   for (size_t i = 0; i < records.size(); ++i) {
@@ -159,7 +169,6 @@ void DurableTally::Add(const RecordBatch& records) {
       last_ = static_cast<size_t>(found - rows_.begin());
     }
     ++rows_[last_].second;
-    timestamps_us_.push_back(records.timestamp_us(i));
   }
 }
 
