@@ -7,6 +7,9 @@ Under CI=true a missing emulator fails these tests (conftest_google's fixture)."
 
 from __future__ import annotations
 
+import os
+import random
+import subprocess
 import uuid
 from collections import Counter
 
@@ -92,6 +95,45 @@ def test_a_killed_run_resumes_from_the_state_in_bigquery(bizon, google_emulators
     ids = ids_in(bizon.read_ndjson("out.json"))
     duplicated = [i for i, n in Counter(ids).items() if n > 1]
     assert not duplicated and sorted(ids) == list(range(count))
+
+
+def test_repeated_kills_at_random_points_lose_and_duplicate_nothing(bizon, google_emulators,
+                                                                   dataset):
+    # Kills land anywhere: while the dataset is created or migrated, between taking the run lock
+    # and the first job, between a write and its cursor. Seeded, so a failure can be replayed.
+    seed = int(os.environ.get("BIZON_KILL_SEED", "20261203"))
+    rng = random.Random(seed)
+    count = 3_000
+    config = bizon.write("p.yml", pipeline(
+        "bq-kills", generator("incremental", count=count, page_size=50, sleep=0.02),
+        file_destination(buffer_size=0),
+        engine=backend(google_emulators, dataset)))
+    kills = 0
+    for _ in range(40):
+        process = spawn(bizon, "run", config)
+        if kills < 6:
+            try:
+                process.wait(timeout=rng.uniform(0.2, 2.5))
+            except subprocess.TimeoutExpired:
+                kill(process)
+                kills += 1
+                continue
+        _, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, f"exit {process.returncode} (seed {seed})\n{stderr}"
+        break
+    assert kills == 6
+    # Restarts resumed the running job. Besides it there can be a job killed between its insert
+    # and its start (status started, nothing written), and, when a kill landed after a run had
+    # succeeded and before it exited, one more successful run that found nothing new.
+    all_jobs = jobs(google_emulators, dataset)
+    assert all_jobs[-1]["status"] == "succeeded", all_jobs
+    assert {job["status"] for job in all_jobs} <= {"succeeded", "started"}, all_jobs
+    started = {job["id"] for job in all_jobs if job["status"] == "started"}
+    assert not [c for c in cursors(google_emulators, dataset) if c["job_id"] in started]
+    ids = ids_in(bizon.read_ndjson("out.json"))
+    duplicated = [i for i, n in Counter(ids).items() if n > 1]
+    assert not duplicated, f"{len(duplicated)} duplicated (seed {seed})"
+    assert sorted(ids) == list(range(count)), f"lost records (seed {seed})"
 
 
 def _cursor_count(emulators, dataset: str) -> int:
