@@ -141,6 +141,20 @@ def test_generator_to_postgres_emits_every_datadog_metric_and_one_span_per_itera
     assert "Monitoring: DogStatsD to 127.0.0.1:" in result.stderr
 
 
+def test_the_process_runner_reports_from_the_consumer_process(bizon, pg, statsd, trace_agent):
+    config = yaml.safe_load(postgres_pipeline(pg, "gen-proc", generator(count=25, page_size=10),
+                                              engine={"runner": {"type": "process"}}))
+    config["monitoring"] = datadog_block(statsd.port)
+    path = bizon.write("p.yml", yaml.safe_dump(config, sort_keys=False))
+    bizon.run("run", path, "--result-json", "result.json", check=0,
+              env={"DD_TRACE_AGENT_URL": trace_agent.url, **NO_OTEL})
+    assert read_result(bizon.cwd / "result.json")["records_written"] == 25
+    assert [m.tag_map["pipeline_status"] for m in statsd.named("bizon_pipeline.status")] == [
+        "running", "success"]
+    assert statsd.total("bizon_pipeline.records_synced", destination_id="out") == 25
+    assert sorted(s["metrics"]["iteration"] for s in trace_agent.spans()) == [0, 1, 2]
+
+
 def test_kafka_to_file_over_the_unix_socket_with_the_host_variable(bizon, kafka, statsd,
                                                                     trace_agent):
     topic = kafka.create_topic(partitions=1)
