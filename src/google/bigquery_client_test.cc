@@ -288,6 +288,23 @@ TEST(BigQueryClientFakeTest, QueryFollowsPageTokensAndSendsNamedParameters) {
   EXPECT_NE(fake.Violations(), "[]");
 }
 
+TEST(BigQueryClientFakeTest, AQueryNotCompleteWithinTheTimeoutIsWaitedFor) {
+  FakeBigQuery fake;
+  ASSERT_FALSE(fake.url().empty());
+  fake.Control("plan", R"({"query":"SELECT 42 AS answer","polls":2,)"
+                       R"("schema":[{"name":"answer","type":"INTEGER"}],"rows":[["42"]]})");
+  auto client = fake.Client();
+  auto result = client->Query({.query = "SELECT 42 AS answer", .timeout_ms = 10});
+  ASSERT_TRUE(result) << result.error().ToString();
+  EXPECT_TRUE(result->job_complete);
+  EXPECT_EQ(result->Cell(0, "answer").AsString(), "42");
+  std::vector<std::string> requests = fake.Requests();
+  ASSERT_GE(requests.size(), 4u);
+  EXPECT_EQ(requests.front(), "POST /bigquery/v2/projects/proj/queries");
+  EXPECT_EQ(requests.back(), "GET /bigquery/v2/projects/proj/queries/job_fake_0");
+  EXPECT_EQ(fake.Violations(), "[]");
+}
+
 // ---- the BigQuery emulator (bqemulator) --------------------------------------------------
 
 // BIGQUERY_EMULATOR_HOST names it (scripts/test-servers.sh start bigquery); skipped when unset,

@@ -289,8 +289,14 @@ class FakeBigQuery(FakeServer):
             job_id = f"job_fake_{len(self.jobs)}"
             plan = self.plans.get(body["query"], {})
             job = {"project": project, "job_id": job_id, "location": body.get("location", "US"),
-                   "configuration": {"query": body}, "polls_left": 0, "plan": plan}
+                   "configuration": {"query": body}, "polls_left": plan.get("polls", 0),
+                   "plan": plan}
             self.jobs[(project, job_id)] = job
+        if job["polls_left"] > 0:
+            # Not done within timeoutMs: the client waits through jobs.get / getQueryResults.
+            return {"kind": "bigquery#queryResponse", "jobComplete": False,
+                    "jobReference": {"projectId": project, "jobId": job_id,
+                                     "location": job["location"]}}
         if plan.get("error_result"):
             error = plan["error_result"]
             return api_error(400, error.get("reason", "invalid"), error.get("message", ""))
