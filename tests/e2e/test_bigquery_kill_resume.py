@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from conftest_google import GoogleApiError, google_emulators  # noqa: F401 (fixture)
-from test_engine_support import generator, pipeline, runner
+from test_engine_support import State, generator, pipeline, runner
 from test_kill_resume import assert_exactly_once, run_until_complete
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261203"))
@@ -113,4 +113,10 @@ def test_killed_full_refresh_into_bigquery_never_shows_a_partial_table(
                                     after_kill=absent_or_complete)
         absent_or_complete()
     assert_exactly_once(table_ids(google_emulators, dataset, "snapshot"), count)
+    # The staged files of killed jobs were swept by the runs that dropped their staging tables.
+    jobs = [job["id"] for job in State(bizon.cwd).jobs()]
+    left = [name for job in jobs
+            for name in google_emulators.list_objects(google_emulators.bucket, f"generator/records/{job}/")]
+    assert left == []
+    assert table_ids(google_emulators, dataset, "snapshot_temp") is None
     emit(capsys, "full refresh", kills, f"{count} records checked {checks} times", started)

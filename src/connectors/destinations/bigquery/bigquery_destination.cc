@@ -86,6 +86,17 @@ uint64_t Fnv1a(std::string_view text) {
   return hash;
 }
 
+/// " (line N)" of a config node, for config errors; empty when the node has no position.
+std::string LineOf(const Value* node) {
+  return node != nullptr && node->mark().line > 0 ? fmt::format(" (line {})", node->mark().line)
+                                                  : std::string();
+}
+
+/// `status` with the line of `node` appended.
+Status AtLine(const Status& status, const Value* node) {
+  return Status(status.code(), status.message() + LineOf(node), FailureClass::kConfig);
+}
+
 bool IsTimestampColumn(std::string_view name) {
   return name == "_source_timestamp" || name == "_bizon_extracted_at" || name == "_bizon_loaded_at";
 }
@@ -240,7 +251,8 @@ Result<std::optional<BigQueryTimePartitioning>> ResolveBigqueryPartitioning(
   return partitioning;
 }
 
-BigqueryDestination::BigqueryDestination(const DestinationContext& context) : sync_(context.sync) {}
+BigqueryDestination::BigqueryDestination(const DestinationContext& context)
+    : sync_(context.sync), job_abandoned_(context.job_abandoned) {}
 
 BigqueryDestination::~BigqueryDestination() = default;
 
@@ -262,6 +274,8 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
   d.table_prefix_ = config.GetString("table_prefix", "_bizon_");
   if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
     d.service_account_key_ = auth->GetString("service_account_key");
+    d.key_origin_ = "destination.config.authentication.service_account_key" +
+                    LineOf(auth->Find("service_account_key"));
   }
   d.default_destination_id_ = config.GetString("destination_id");
   d.unnest_ = config.GetBool("unnest", false);
@@ -276,9 +290,10 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
       std::string where = fmt::format("destination.config.record_schemas[{}]", i);
       std::string id = entry.GetString("destination_id");
       const Value* record_schema = entry.Find("record_schema");
-      BIZON_ASSIGN_OR_RETURN(
-          std::vector<BqColumn> columns,
-          ParseRecordSchema(record_schema != nullptr ? *record_schema : Value(), where));
+      auto parsed = ParseRecordSchema(record_schema != nullptr ? *record_schema : Value(), where);
+      if (!parsed)
+        return Fail(AtLine(parsed.error(), record_schema != nullptr ? record_schema : &entry));
+      std::vector<BqColumn> columns = std::move(*parsed);
       std::vector<std::string> keys;
       if (const Value* clustering = entry.Find("clustering_keys");
           clustering != nullptr && clustering->is_list()) {
@@ -288,8 +303,9 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
           if (std::none_of(written.begin(), written.end(),
                            [&](const BqColumn& column) { return column.name == name; })) {
             return Fail(InvalidArgumentError(fmt::format(
-                "{}.clustering_keys: '{}' is not a column of the table{}", where, name,
-                d.unnest_ ? "" : " (without unnest the columns are the _bizon_/_source_ ones)")));
+                "{}.clustering_keys: '{}' is not a column of the table{}{}", where, name,
+                d.unnest_ ? "" : " (without unnest the columns are the _bizon_/_source_ ones)",
+                LineOf(&key))));
           }
           keys.push_back(std::move(name));
         }
@@ -308,9 +324,14 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
         "is set to True."));
   }
   std::map<std::string, std::vector<BqColumn>, std::less<>> none;
-  BIZON_ASSIGN_OR_RETURN(d.partitioning_,
-                         ResolveBigqueryPartitioning(config.Find("time_partitioning"), d.unnest_,
-                                                     d.unnest_ ? d.schemas_ : none));
+  const Value* time_partitioning = config.Find("time_partitioning");
+  auto partitioning =
+      ResolveBigqueryPartitioning(time_partitioning, d.unnest_, d.unnest_ ? d.schemas_ : none);
+  if (!partitioning) {
+    const Value* field = time_partitioning != nullptr ? time_partitioning->Find("field") : nullptr;
+    return Fail(AtLine(partitioning.error(), field != nullptr ? field : time_partitioning));
+  }
+  d.partitioning_ = *partitioning;
   if (!d.default_destination_id_.empty()) {
     Status checked = CheckBigqueryTableName(d.default_destination_id_, d.sync_.sync_mode);
     if (!checked.ok()) {
@@ -331,12 +352,11 @@ BigQueryJobRef BigqueryDestination::JobRef(std::string job_id) const {
 Status BigqueryDestination::Open(const Value& resume_state) {
   std::shared_ptr<GoogleCredentials> credentials;
   if (!service_account_key_.empty()) {
-    BIZON_ASSIGN_OR_RETURN(
-        credentials,
-        MakeGoogleCredentials(
-            {.inline_key = service_account_key_,
-             .inline_key_origin = "destination.config.authentication.service_account_key",
-             .scopes = {std::string(kBigQueryScope), std::string(kGcsReadWriteScope)}}));
+    BIZON_ASSIGN_OR_RETURN(credentials,
+                           MakeGoogleCredentials({.inline_key = service_account_key_,
+                                                  .inline_key_origin = key_origin_,
+                                                  .scopes = {std::string(kBigQueryScope),
+                                                             std::string(kGcsReadWriteScope)}}));
   }
   BigQueryClientOptions bigquery_options;
   bigquery_options.credentials = credentials;
@@ -477,6 +497,11 @@ Status BigqueryDestination::Prepare(TableState& table) {
     // Left by another job (a failed or killed earlier run): its rows are not this job's.
     spdlog::info("bigquery destination: dropping staging table {} left by an earlier job",
                  wanted.ref.ToString());
+    constexpr std::string_view kOwnerPrefix = "bizon staging table of pipeline job ";
+    if (existing->description.starts_with(kOwnerPrefix)) {
+      std::string earlier = existing->description.substr(kOwnerPrefix.size());
+      SweepFilesOfAbandonedJob(earlier);
+    }
     Status dropped = bigquery_->DeleteTable(wanted.ref, true);
     if (!dropped.ok()) return Tagged(dropped, "dropping " + wanted.ref.ToString());
   } else if (existing.error().code() != StatusCode::kNotFound) {
@@ -772,6 +797,23 @@ Status BigqueryDestination::Finalize() {
   if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
   for (auto& [name, table] : tables_) BIZON_RETURN_IF_ERROR(Publish(table));
   return Status::Ok();
+}
+
+void BigqueryDestination::SweepFilesOfAbandonedJob(const std::string& job_id) {
+  if (!job_abandoned_ || job_id.empty() || job_id == sync_.job_id) return;
+  auto abandoned = job_abandoned_(job_id);
+  // Unknown or still alive: its files may still be loaded by it, leave them.
+  if (!abandoned || !*abandoned) return;
+  auto leftovers =
+      gcs_->List(bucket_, fmt::format("{}/{}/{}/", sync_.source_name, sync_.stream_name, job_id));
+  if (!leftovers) return;
+  std::vector<std::string> names;
+  for (const GcsObject& object : *leftovers) names.push_back(object.name);
+  if (!names.empty()) {
+    spdlog::info("bigquery destination: deleting {} staged files of abandoned job {}", names.size(),
+                 job_id);
+  }
+  DeleteObjects(names);
 }
 
 Status BigqueryDestination::OnJobSucceeded() {

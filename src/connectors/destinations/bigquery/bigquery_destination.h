@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -121,9 +122,12 @@ class BigqueryDestination final : public Destination {
   Status ReapDone();
   Value CurrentState() const;
   Status CheckPartitioning(const TableState& table);
+  /// Deletes the staged files of `job_id` when the backend says it will never succeed.
+  void SweepFilesOfAbandonedJob(const std::string& job_id);
   Status Publish(TableState& table);
 
   SyncMetadata sync_;
+  std::function<Result<bool>(const std::string& job_id)> job_abandoned_;
   std::string project_;
   std::string dataset_;
   std::string dataset_location_;
@@ -136,6 +140,7 @@ class BigqueryDestination final : public Destination {
   int64_t max_in_flight_ = 3;
   std::string table_prefix_;
   std::string service_account_key_;
+  std::string key_origin_ = "destination.config.authentication.service_account_key";
   std::string default_destination_id_;
   bool unnest_ = false;
   std::optional<BigQueryTimePartitioning> partitioning_;
