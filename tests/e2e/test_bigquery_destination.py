@@ -328,3 +328,30 @@ def test_example_hubspot_companies_async_load_with_the_key_moved(bizon, google_e
         assert hubspot.violations == []
     finally:
         hubspot.stop()
+
+
+def test_enforce_partitioning_recreates_a_table_whose_layout_differs(bizon, google_emulators, dataset):
+    emulators = google_emulators
+    emulators.bq("POST", f"datasets/{dataset}/tables", {
+        "tableReference": {"projectId": emulators.project, "datasetId": dataset, "tableId": "laid"},
+        "schema": {"fields": [{"name": name, "type": kind} for name, kind in RAW]}})
+    dest = destination(emulators, dataset, destination_id="laid", enforce_partitioning=True,
+                       time_partitioning={"type": "MONTH", "field": "_source_timestamp"})
+    result = bizon.run("run", bizon.write("p.yml", pipeline("bq-enforce", dummy(), dest)), check=0)
+    assert "enforce_partitioning: dropping" in result.stderr
+    table = emulators.bq("GET", f"datasets/{dataset}/tables/laid")
+    assert table["timePartitioning"] == {"type": "MONTH", "field": "_source_timestamp"}
+    assert len(rows(emulators, dataset, "laid")) == 5
+
+
+def test_a_failed_full_refresh_leaves_the_previous_table_untouched(bizon, google_emulators, dataset):
+    emulators = google_emulators
+    dest = destination(emulators, dataset, destination_id="kept", buffer_size=0)
+    config = bizon.write("p.yml", pipeline("bq-kept", generator(count=30, page_size=10), dest))
+    bizon.run("run", config, check=0)
+    before = rows(emulators, dataset, "kept")
+    assert generator_ids(before) == list(range(30))
+    # The next run loads two pages into the staging table, then its source fails.
+    bizon.write("p.yml", pipeline("bq-kept", generator(count=60, page_size=10, fail_at_iteration=3), dest))
+    bizon.run("run", config, check=1)
+    assert rows(emulators, dataset, "kept") == before
