@@ -355,3 +355,23 @@ def test_a_failed_full_refresh_leaves_the_previous_table_untouched(bizon, google
     bizon.write("p.yml", pipeline("bq-kept", generator(count=60, page_size=10, fail_at_iteration=3), dest))
     bizon.run("run", config, check=1)
     assert rows(emulators, dataset, "kept") == before
+
+
+def test_a_failed_load_records_no_cursor_and_the_rerun_loads_every_row_once(
+        bizon, google_emulators, dataset):
+    emulators = google_emulators
+    # A table the loads cannot fit: one INTEGER column where six are written.
+    emulators.bq("POST", f"datasets/{dataset}/tables", {
+        "tableReference": {"projectId": emulators.project, "datasetId": dataset, "tableId": "bad"},
+        "schema": {"fields": [{"name": "x", "type": "INTEGER"}]}})
+    dest = destination(emulators, dataset, destination_id="bad", buffer_size=0)
+    config = bizon.write("p.yml", pipeline("bq-failed-load", generator("stream", count=30, page_size=10),
+                                           dest, engine=runner("stream")))
+    result = bizon.run("run", config, check=1)
+    assert "loading 10 rows into " in result.stderr and f"{dataset}.bad" in result.stderr
+    [job] = State(bizon.cwd).jobs()
+    assert [c for c in State(bizon.cwd).destination_cursors(job["id"]) if c["success"]] == []
+
+    emulators.bq("DELETE", f"datasets/{dataset}/tables/bad")
+    bizon.run("run", config, check=0)
+    assert generator_ids(rows(emulators, dataset, "bad")) == list(range(30))
