@@ -176,6 +176,7 @@ class RecordingExporter final : public Exporter {
  public:
   explicit RecordingExporter(std::atomic<bool>* hold = nullptr) : hold_(hold) {}
   int64_t Export(std::vector<MonitorEvent>& events) override {
+    exporting = true;
     while (hold_ != nullptr && hold_->load()) usleep(1000);
     for (const MonitorEvent& event : events) seen.push_back(event);
     return 0;
@@ -186,6 +187,7 @@ class RecordingExporter final : public Exporter {
   }
   static inline std::vector<MonitorEvent> seen;
   static inline int finals = 0;
+  static inline std::atomic<bool> exporting{false};
 
  private:
   std::atomic<bool>* hold_;
@@ -222,11 +224,13 @@ TEST(MonitorQueueTest, DeliversEventsAndFlushesOnce) {
 
 TEST(MonitorQueueTest, AStuckSinkDropsAndCountsInsteadOfBlocking) {
   RecordingExporter::seen.clear();
+  RecordingExporter::exporting = false;
   std::atomic<bool> hold{true};
   QueuedMonitor monitor(Identity(), std::make_unique<RecordingExporter>(&hold), false,
                         /*capacity=*/10);
   monitor.RecordsProcessed(1);
-  usleep(300'000);  // Let the sender take the first event and get stuck in Export().
+  // The sender takes the first event and gets stuck in Export().
+  while (!RecordingExporter::exporting) usleep(1000);
   for (int i = 0; i < 100; ++i) monitor.RecordsProcessed(1);
   EXPECT_EQ(monitor.dropped(), 90);
   hold = false;
