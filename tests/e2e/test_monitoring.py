@@ -322,3 +322,25 @@ def test_the_receivers_refuse_what_their_protocols_do_not_allow(statsd, trace_ag
     assert send(f"{otlp.url}/v1/traces", good, content_type="application/x-protobuf") == 400
     assert len(otlp.violations) == 5
     otlp.violations.clear()
+
+
+def test_config_validate_checks_the_monitoring_block(bizon):
+    text = yaml.safe_dump({"name": "v", "source": generator(count=1),
+                           "destination": {"name": "logger", "config": {}},
+                           "monitoring": {"type": "datadog"}}, sort_keys=False)
+    path = bizon.write("p.yml", text)
+    line = text.splitlines().index("monitoring:") + 2
+    refused = bizon.run("config", "validate", path)
+    assert refused.returncode == 1
+    assert f"{path}:{line}: monitoring: monitoring.config is required for type datadog" \
+        in refused.stderr
+    for monitoring in ({"type": "otel"}, {"type": "otel", "config": {"tags": {"a": "b"}}},
+                       datadog_block(8125)):
+        text = yaml.safe_dump({"name": "v", "source": generator(count=1),
+                               "destination": {"name": "logger", "config": {}},
+                               "monitoring": monitoring}, sort_keys=False)
+        accepted = bizon.run("config", "validate", bizon.write("p.yml", text), "--strict")
+        assert accepted.returncode == 0, accepted.stderr
+    unknown = bizon.run("config", "validate", bizon.write("p.yml", text.replace(
+        "type: datadog", "type: prometheus")))
+    assert unknown.returncode == 1 and "monitoring.type" in unknown.stderr
