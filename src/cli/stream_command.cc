@@ -38,7 +38,7 @@ void RunReset(const ResetArgs& args, CliContext& context) {
     context.exit_code = 1;
     return;
   }
-  const Value& backend_config = *config.FindPath("engine.backend");
+  const Value backend_config = BackendConfigOf(config);
   auto backend = OpenBackend(backend_config);
   if (!backend) {
     std::fprintf(stderr, "error: %s\n", backend.error().message().c_str());

@@ -1,5 +1,7 @@
 #include "engine/settings.h"
 
+#include "engine/backend/backend_factory.h"
+
 namespace bizon {
 namespace {
 
@@ -12,7 +14,7 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   PipelineSettings settings;
   settings.source_config = *config.Find("source");
   settings.destination_config = *config.FindPath("destination.config");
-  settings.backend_config = *config.FindPath("engine.backend");
+  settings.backend_config = BackendConfigOf(config);
   settings.pipeline_name = config.GetString("name");
   settings.key = {loaded.PipelineId(), settings.source_config.GetString("name"),
                   settings.source_config.GetString("stream")};

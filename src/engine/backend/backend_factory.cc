@@ -81,6 +81,32 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
                      FailureClass::kBackend));
 }
 
+Value BackendConfigOf(const Value& config) {
+  const Value* found = config.FindPath("engine.backend");
+  Value backend = found != nullptr ? *found : Value::EmptyMap();
+  const Value* backend_config = backend.Find("config");
+  const Value* destination = config.FindPath("destination.config");
+  const Value* destination_name = config.FindPath("destination.name");
+  if (backend.GetString("type") != "bigquery" || backend_config == nullptr ||
+      destination == nullptr || destination_name == nullptr || !destination_name->is_string() ||
+      !destination_name->AsString().starts_with("bigquery")) {
+    return backend;
+  }
+  std::string database = backend_config->Find("database") != nullptr
+                             ? backend_config->Find("database")->ToDisplayString()
+                             : "";
+  bool shared = backend_config->GetBool("create_schema") &&
+                destination->GetBool("create_dataset") &&
+                backend_config->GetString("schema_location").empty() &&
+                destination->GetString("project_id") == database &&
+                destination->GetString("dataset_id") == backend_config->GetString("schema");
+  std::string location = destination->GetString("dataset_location");
+  if (shared && !location.empty()) {
+    backend.GetOrCreateMap("config").Set("schema_location", Value(location));
+  }
+  return backend;
+}
+
 std::optional<std::string> SqliteFilePath(const Value& backend) {
   if (backend.GetString("type", "sqlite") != "sqlite") return std::nullopt;
   return SqlitePath(backend);

@@ -17,6 +17,12 @@ namespace bizon {
 /// version of this binary used exists: `database` itself, when it ends in .sqlite3, .sqlite or .db.
 Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend);
 
+/// The `engine.backend` block of a validated pipeline config, with what it takes from the rest: a
+/// `bigquery` backend with create_schema and no schema_location that shares its dataset with a
+/// bigquery destination creating it (create_dataset) inherits the destination's
+/// dataset_location, so both create the dataset in the same place.
+Value BackendConfigOf(const Value& config);
+
 /// The database file of a `sqlite` backend; nullopt for any other type.
 std::optional<std::string> SqliteFilePath(const Value& backend);
 

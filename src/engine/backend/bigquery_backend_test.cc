@@ -18,6 +18,7 @@
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/backend/backend_test_support.h"
 
 namespace bizon {
@@ -205,6 +206,43 @@ TEST_F(BigQueryBackendTest, TheHeartbeatRenewsTheLeaseAndNoticesALostLock) {
   }
   EXPECT_EQ(refused.code(), StatusCode::kAborted);
   EXPECT_NE(refused.message().find("lost the BigQuery run lock"), std::string::npos);
+}
+
+Value ParsedConfig(std::string_view json) {
+  auto parsed = Value::FromJson(json);
+  EXPECT_TRUE(parsed) << json;
+  return parsed ? *parsed : Value();
+}
+
+TEST(BackendConfigOfTest, ASharedDatasetInheritsTheDestinationsLocation) {
+  constexpr std::string_view kShared =
+      R"({"destination": {"name": "bigquery", "config": {"project_id": "p", "dataset_id": "d",)"
+      R"( "dataset_location": "EU", "create_dataset": true}},)"
+      R"( "engine": {"backend": {"type": "bigquery", "config": {"database": "p", "schema": "d",)"
+      R"( "create_schema": true}}}})";
+  Value shared = BackendConfigOf(ParsedConfig(kShared));
+  EXPECT_EQ(shared.FindPath("config.schema_location")->AsString(), "EU");
+
+  // Anything else keeps the backend block as written.
+  for (std::string_view other :
+       {R"({"destination": {"name": "bigquery", "config": {"project_id": "p", "dataset_id":)"
+        R"( "other", "dataset_location": "EU", "create_dataset": true}}, "engine": {"backend":)"
+        R"( {"type": "bigquery", "config": {"database": "p", "schema": "d", "create_schema":)"
+        R"( true}}}})",
+        R"({"destination": {"name": "bigquery", "config": {"project_id": "p", "dataset_id":)"
+        R"( "d", "dataset_location": "EU", "create_dataset": false}}, "engine": {"backend":)"
+        R"( {"type": "bigquery", "config": {"database": "p", "schema": "d", "create_schema":)"
+        R"( true}}}})",
+        R"({"destination": {"name": "bigquery", "config": {"project_id": "p", "dataset_id":)"
+        R"( "d", "dataset_location": "EU", "create_dataset": true}}, "engine": {"backend":)"
+        R"( {"type": "bigquery", "config": {"database": "p", "schema": "d", "create_schema":)"
+        R"( true, "schema_location": "US"}}}})",
+        R"({"destination": {"name": "file", "config": {}}, "engine": {"backend": {"type":)"
+        R"( "sqlite", "config": {"database": "x", "schema": "y"}}}})"}) {
+    Value config = ParsedConfig(other);
+    EXPECT_EQ(BackendConfigOf(config).ToJson(), config.FindPath("engine.backend")->ToJson())
+        << other;
+  }
 }
 
 }  // namespace
