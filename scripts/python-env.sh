@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates the virtual environments the test harness uses and installs their packages:
 # * build/venv: pytest and the test clients (tests/requirements.txt);
-# * build/original-venv: the original bizon from PyPI with its postgres extra, which
-#   tests/e2e/test_original_state.py runs against ours on one backend.
+# * build/original-venv: the original bizon from PyPI with its postgres and bigquery extras
+#   (tests/e2e/test_original_state.py runs it against ours on one backend; the bench runs it
+#   against the BigQuery and GCS emulators).
 # Idempotent: each is skipped when its requirements have not changed since its last install.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +25,7 @@ requirements="$root/tests/requirements.txt"
 install "$root/build/venv" "$(sha256sum "$requirements" | cut -d' ' -f1)" -r "$requirements"
 
 # The original requires Python 3.10 to 3.12; without such a python3 its tests skip, saying so.
-original="bizon[postgres]==0.6.4"
+original="bizon[postgres,bigquery]==0.6.4"
 if python3 -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (3, 13)))'; then
   install "$root/build/original-venv" "$original" "$original"
 else
