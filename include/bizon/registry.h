@@ -63,6 +63,13 @@ struct SourceDescriptor {
   SourceFactory factory;
 };
 
+/// A broken rule across destination options, found by DestinationDescriptor::check_config.
+struct ConfigRuleViolation {
+  /// The option's path under `destination.config`, e.g. "time_partitioning.field".
+  std::string path;
+  std::string message;
+};
+
 struct DestinationDescriptor {
   std::string name;
   std::string description;
@@ -79,6 +86,11 @@ struct DestinationDescriptor {
   /// default `<source>_<stream>` when none is set. The error message is shown after the id's
   /// yaml path. Null: ids are checked only when the run starts.
   std::function<Status(std::string_view destination_id, SyncMode sync_mode)> check_destination_id;
+  /// Checks rules across `destination.config` options (given normalized) that the declared spec
+  /// cannot express, so that `config validate` reports them with their line; the factory
+  /// enforces them again. Null: none.
+  std::function<std::vector<ConfigRuleViolation>(const Value& config, SyncMode sync_mode)>
+      check_config;
   /// Keys of `destination.config` that, beside destination_id, name the default destination id.
   std::vector<std::string> destination_id_keys;
   DestinationFactory factory;

@@ -882,6 +882,33 @@ namespace {
 /// Hands every destination id the config names to the destination's own check (file paths that
 /// would leave the working directory, PostgreSQL names too long to stage...), so that
 /// `config validate` refuses it, not the first write.
+/// The destination's own rules across its options (check_config), each reported at the
+/// option's line (or its nearest written parent's).
+void CheckDestinationRules(const ConnectorRegistry& registry, const Value& raw,
+                           ValidationResult& result) {
+  const Value& config = result.normalized;
+  const Value* name = config.FindPath("destination.name");
+  const DestinationDescriptor* destination =
+      registry.FindDestination(name != nullptr ? name->ToDisplayString() : "");
+  const Value* options = config.FindPath("destination.config");
+  if (destination == nullptr || !destination->check_config || options == nullptr) return;
+  const Value* mode = config.FindPath("source.sync_mode");
+  SyncMode sync_mode = ParseSyncMode(mode != nullptr ? mode->ToDisplayString() : "")
+                           .value_or(SyncMode::kFullRefresh);
+  for (const ConfigRuleViolation& violation : destination->check_config(*options, sync_mode)) {
+    std::string path = "destination.config." + violation.path;
+    // Dotted lookups do not index lists: walk up to the nearest node the YAML has.
+    std::string probe = path.substr(0, path.find('['));
+    const Value* node = raw.FindPath(probe);
+    while (node == nullptr && probe.find('.') != std::string::npos) {
+      probe.resize(probe.rfind('.'));
+      node = raw.FindPath(probe);
+    }
+    AddDiagnostic(result, Diagnostic::Severity::kError, path,
+                  node != nullptr ? node->mark() : SourceMark{}, violation.message);
+  }
+}
+
 void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& raw,
                                ValidationResult& result) {
   const Value& config = result.normalized;
@@ -941,6 +968,7 @@ void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& r
 void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
                         ValidationResult& result) {
   CheckStaticDestinationIds(registry, raw, result);
+  CheckDestinationRules(registry, raw, result);
   const Value& config = result.normalized;
   auto mark_of = [&](std::string_view path) {
     const Value* node = raw.FindPath(path);

@@ -375,3 +375,15 @@ def test_a_failed_load_records_no_cursor_and_the_rerun_loads_every_row_once(
     emulators.bq("DELETE", f"datasets/{dataset}/tables/bad")
     bizon.run("run", config, check=0)
     assert generator_ids(rows(emulators, dataset, "bad")) == list(range(30))
+
+
+def test_config_validate_reports_the_partition_rules_with_their_line(bizon, google_emulators, dataset):
+    dest = destination(google_emulators, dataset, destination_id="typed", unnest=True,
+                       time_partitioning={"type": "HOUR", "field": "name"},
+                       record_schemas=[{"destination_id": "typed", "record_schema": RECORD_SCHEMA}])
+    text = pipeline("bq-validate", generator(count=5), dest)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.strip() == "field: name")
+    result = bizon.run("config", "validate", bizon.write("p.yml", text))
+    assert result.returncode != 0
+    assert f"p.yml:{line}: destination.config.time_partitioning.field: 'name' is not a TIMESTAMP" in (
+        result.stdout + result.stderr)

@@ -837,7 +837,38 @@ Status BigqueryDestination::OnJobSucceeded() {
   return Status::Ok();
 }
 
-namespace {}  // namespace
+namespace {  /// The rules Create() enforces, as `config validate` reports them: its first error,
+             /// split into
+/// the option's path and the message (without the line, which the diagnostic shows).
+std::vector<ConfigRuleViolation> CheckBigqueryConfig(const Value& config, SyncMode sync_mode) {
+  const Value* schemas = config.Find("record_schemas");
+  if (config.GetBool("unnest", false) &&
+      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
+    return {};  // The pipeline spec reports unnest without record_schemas itself.
+  }
+  DestinationContext context;
+  context.sync.sync_mode = sync_mode;
+  context.config = config;
+  auto created = BigqueryDestination::Create(context);
+  if (created) return {};
+  std::string message = created.error().message();
+  constexpr std::string_view kPrefix = "destination.config.";
+  std::string path;
+  if (message.starts_with(kPrefix)) {
+    size_t colon = message.find(": ");
+    if (colon != std::string::npos) {
+      path = message.substr(kPrefix.size(), colon - kPrefix.size());
+      message = message.substr(colon + 2);
+    }
+  }
+  if (size_t line = message.rfind(" (line "); line != std::string::npos && message.ends_with(")")) {
+    message.resize(line);
+  }
+  if (path.empty()) return {};  // Required options: the spec reports them.
+  return {{.path = path, .message = message}};
+}
+
+}  // namespace
 
 Status RegisterBigqueryDestination(ConnectorRegistry& registry) {
   return registry.AddDestination({
@@ -848,6 +879,7 @@ Status RegisterBigqueryDestination(ConnectorRegistry& registry) {
       .config = {.fields = BigqueryFields(), .unknown_keys = UnknownKeys::kError},
       .supports_reset = true,
       .check_destination_id = CheckBigqueryTableName,
+      .check_config = CheckBigqueryConfig,
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         BIZON_ASSIGN_OR_RETURN(auto destination, BigqueryDestination::Create(context));
         return std::unique_ptr<Destination>(std::move(destination));
