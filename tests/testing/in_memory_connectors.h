@@ -71,12 +71,20 @@ class InMemorySource final : public Source {
     return iteration;
   }
 
+  /// Serves the same pages as Get(), and keeps the window it was asked for.
+  Result<SourceIteration> GetRecordsAfter(const IncrementalState& state,
+                                          const Value& pagination) override {
+    windows_.push_back(state);
+    return Get(pagination);
+  }
+
   Status Commit() override {
     ++commits_;
     return Status::Ok();
   }
 
   const std::vector<int64_t>& requested() const { return requested_; }
+  const std::vector<IncrementalState>& windows() const { return windows_; }
   int commits() const { return commits_; }
 
  private:
@@ -84,6 +92,7 @@ class InMemorySource final : public Source {
   std::optional<int64_t> fail_page_;
   Status fail_error_;
   std::vector<int64_t> requested_;
+  std::vector<IncrementalState> windows_;
   int commits_ = 0;
 };
 
