@@ -52,6 +52,7 @@ SOURCES = BENCH / "sources"
 GENERATOR_SOURCE = SOURCES / "generator_source.py"
 REST_SOURCE = SOURCES / "rest_source.py"
 PAGED_SERVER = BENCH / "servers" / "paged_server.py"
+PARQUET_ORDER_SHIM = BENCH / "shims" / "original_parquet_order.py"
 
 # Records of about 300 bytes of JSON: {"id","name","updated_at","value","padding"}.
 PAYLOAD_BYTES = 200
@@ -63,7 +64,7 @@ MEMORY_BASE_N = 10_000
 KAFKA_N = 1_000_000
 PROBE_N = 100
 
-ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "memory"]
+ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "memory", "bigquery"]
 
 TRANSFORM_PYTHON = """\
 data["name"] = data["name"].upper()
@@ -92,6 +93,11 @@ class Invocation:
     id_pattern: bytes = rb'"source_record_id":"(\d+)"'
     # Lines are the payloads themselves (a limit tool's output), not destination records.
     raw_lines: bool = False
+    # Checks the run's output instead of out.json (a table in a server, say): an error or None.
+    verify: Optional[Callable[[Path, "Invocation"], Optional[str]]] = None
+    # Wraps the run; the dict it yields is filled at its exit and merged into the measurements
+    # (the bigquery case: the emulators' own CPU time during the run).
+    around: Optional[Callable[[], contextlib.AbstractContextManager]] = None
 
 
 class RunFailed(Exception):
@@ -226,8 +232,11 @@ def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> 
     poller.start()
     timer = threading.Timer(timeout_s, kill)
     timer.start()
+    extra: dict = {}
     try:
-        process.wait()
+        with (inv.around or contextlib.nullcontext)() as measured:
+            process.wait()
+        extra = measured or {}
     finally:
         timer.cancel()
     harness_wall = time.monotonic() - start
@@ -242,7 +251,7 @@ def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> 
     wall, user, system, maxrss_kib, _status = usage_file.read_text().split()
     wall, user, system = float(wall), float(user), float(system)
     cpu = user + system
-    error = verify_output(directory, inv)
+    error = (inv.verify or verify_output)(directory, inv)
     if error:
         raise RunFailed(f"{inv.impl}: wrong output: {error}")
     if not first_record and first_line_complete(directory):
@@ -261,6 +270,7 @@ def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> 
         "cpu_s_per_m": cpu / inv.n * 1e6,
         "background_cores": max(0.0, busy - cpu) / harness_wall,
         "loadavg_1m_at_start": load_start,
+        **extra,
     }
 
 
@@ -592,6 +602,193 @@ destination:
                     same_yaml=True, tiers=[tier(n)], setup=lambda: topic(n),
                     warmup=lambda: topic(PROBE_N), limit_name="kcat")
 
+    def plan_bigquery(self) -> Plan | Pending:
+        missing = [name for name in BIGQUERY_ENV if not os.environ.get(name)]
+        if missing:
+            return Pending("needs the BigQuery and GCS emulators: set " + ", ".join(missing)
+                           + " (scripts/test-servers.sh start bigquery gcs prints them)")
+        if why := self.probe_custom_source():
+            return Pending(why)
+        emulators = BigQueryEmulators.from_env()
+        holder: dict[str, str] = {}
+        runs = iter(range(1_000_000))
+
+        def yaml(impl: str) -> Callable[[int], str]:
+            def render(count: int) -> str:
+                # A table per run, so that the check counts this run's rows and nothing else.
+                holder[impl] = f"{impl}_{count}_{os.getpid()}_{next(runs)}"
+                return generator_yaml("bench_python", count).replace(
+                    "  name: file\n  config:\n    destination_id: out\n",
+                    "  name: bigquery\n  config:\n"
+                    f"    project_id: {emulators.project}\n"
+                    f"    dataset_id: {holder['dataset']}\n"
+                    f"    gcs_buffer_bucket: {emulators.bucket}\n"
+                    f"    destination_id: {holder[impl]}\n")
+            return render
+
+        def verify(impl: str) -> Callable[[Path, Invocation], Optional[str]]:
+            return lambda _, inv: emulators.check_table(holder["dataset"], holder[impl], inv.n)
+
+        def tier(count: int) -> Tier:
+            custom = ["--custom-source", str(GENERATOR_SOURCE)]
+            return Tier(count,
+                        Invocation("ours", [self.ours, "run", "{config}", *custom],
+                                   yaml("ours"), count, check_generator,
+                                   verify=verify("ours"), around=emulators.cpu),
+                        Invocation("original",
+                                   lambda: ["env", f"GOOGLE_APPLICATION_CREDENTIALS={holder['key']}",
+                                            str(Path(self.original).parent / "python"),
+                                            str(PARQUET_ORDER_SHIM), "run", "{config}", *custom],
+                                   yaml("original"), count, check_generator,
+                                   verify=verify("original"), around=emulators.cpu))
+
+        @contextlib.contextmanager
+        def setup() -> Iterator[None]:
+            holder["dataset"] = f"bizon_bench_{os.getpid()}"
+            emulators.create_dataset(holder["dataset"])
+            with token_endpoint(self.work / "google-key.json") as key:
+                holder["key"] = str(key)
+                yield
+
+        n = self.scaled(BASE_N)
+        return Plan(label="same YAML and custom Python source as python-source, into the BigQuery "
+                          f"emulator ({emulators.bigquery_url}) through the bigquery destination: "
+                          "files staged in the GCS emulator, one load job per buffer flush "
+                          "(defaults: ours stages Avro, the original Parquet, its columns put in the "
+                          "table's order by bench/shims/original_parquet_order.py because the "
+                          "emulator loads Parquet by position), a new table per "
+                          "run, checked by a COUNT/COUNT DISTINCT query; the emulators' own CPU "
+                          "time is in results.json (emulator_cpu_s)",
+                    same_yaml=True, tiers=[tier(n)], setup=setup, warmup=setup)
+
+
+BIGQUERY_ENV = ("BIGQUERY_EMULATOR_HOST", "STORAGE_EMULATOR_HOST", "BIZON_GCS_BUCKET",
+                "BIZON_BIGQUERY_PROJECT")
+
+
+def process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+
+
+def listening_pid(url: str) -> Optional[int]:
+    """The process listening on the loopback port of `url` (ss), or None."""
+    port = url.rstrip("/").rsplit(":", 1)[-1]
+    done = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
+    match = re.search(r"pid=(\d+)", done.stdout)
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class BigQueryEmulators:
+    """The emulators of the bigquery case, through their REST APIs (standard library only)."""
+
+    bigquery_url: str
+    storage_url: str
+    project: str
+    bucket: str
+
+    @staticmethod
+    def from_env() -> "BigQueryEmulators":
+        def url(host: str) -> str:
+            return host.rstrip("/") if "://" in host else f"http://{host.rstrip('/')}"
+        return BigQueryEmulators(url(os.environ["BIGQUERY_EMULATOR_HOST"]),
+                                 url(os.environ["STORAGE_EMULATOR_HOST"]),
+                                 os.environ["BIZON_BIGQUERY_PROJECT"], os.environ["BIZON_GCS_BUCKET"])
+
+    def call(self, method: str, path: str, body: Optional[dict] = None) -> dict:
+        import urllib.error
+        import urllib.request
+        request = urllib.request.Request(
+            f"{self.bigquery_url}/bigquery/v2/projects/{self.project}/{path}", method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=600) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            return {"error": {"code": error.code, "message": error.read().decode(errors="replace")}}
+
+    def create_dataset(self, dataset: str) -> None:
+        answer = self.call("POST", "datasets", {"datasetReference": {
+            "projectId": self.project, "datasetId": dataset}})
+        if "error" in answer and answer["error"]["code"] != 409:
+            raise RunFailed(f"bigquery emulator: cannot create dataset {dataset}: {answer}")
+
+    def check_table(self, dataset: str, table: str, n: int) -> Optional[str]:
+        """N rows with N distinct source_record_ids 0..N-1, and the first and last payloads."""
+        answer = self.call("POST", "queries", {"useLegacySql": False, "timeoutMs": 600000, "query": (
+            "SELECT COUNT(*), COUNT(DISTINCT _source_record_id), "
+            "MIN(CAST(_source_record_id AS INT64)), MAX(CAST(_source_record_id AS INT64)), "
+            "COUNTIF(JSON_VALUE(_source_data, '$.name') = CONCAT('record-', _source_record_id)), "
+            "MIN(LENGTH(JSON_VALUE(_source_data, '$.padding'))) "
+            f"FROM `{self.project}.{dataset}.{table}`")})
+        if "error" in answer or not answer.get("rows"):
+            return f"bigquery emulator: cannot count {dataset}.{table}: {str(answer)[:300]}"
+        total, distinct, low, high, named, padding = (
+            int(cell["v"]) if cell["v"] is not None else None for cell in answer["rows"][0]["f"])
+        if (total, distinct, low, high, named) != (n, n, 0, n - 1, n) or padding != PAYLOAD_BYTES:
+            return (f"{dataset}.{table}: {total} rows, {distinct} distinct ids in [{low}, {high}], "
+                    f"{named} with the expected name, shortest padding {padding}; expected {n} "
+                    f"rows, ids 0..{n - 1}, {PAYLOAD_BYTES}-byte padding")
+        self.call("DELETE", f"datasets/{dataset}/tables/{table}")  # Keeps the emulator small.
+        return None
+
+    @contextlib.contextmanager
+    def cpu(self) -> Iterator[dict]:
+        """Yields a dict that holds, at exit, the CPU seconds each emulator process used."""
+        pids = {"bigquery": listening_pid(self.bigquery_url), "gcs": listening_pid(self.storage_url)}
+        before = {name: process_cpu_s(pid) for name, pid in pids.items() if pid}
+        measured: dict = {}
+        yield measured
+        for name, start in before.items():
+            with contextlib.suppress(OSError):
+                measured[f"emulator_{name}_cpu_s"] = process_cpu_s(pids[name]) - start
+        measured["emulator_cpu_s"] = sum(v for k, v in measured.items() if k.endswith("_cpu_s"))
+
+
+@contextlib.contextmanager
+def token_endpoint(key_file: Path) -> Iterator[Path]:
+    """A service-account key file whose token_uri is a loopback endpoint handing out tokens.
+
+    The emulators check no credentials, but the original's BigQuery client asks google-auth for
+    default credentials and refreshes them before its first request; Google's own token
+    endpoint is out of reach. This serves POST /token (the JWT-bearer grant) with a fixed
+    bearer token, and writes a key file (a fresh RSA key) for GOOGLE_APPLICATION_CREDENTIALS."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"access_token": "bench-token", "expires_in": 3600,
+                               "token_type": "Bearer"}).encode()
+            self.send_response(200 if self.path == "/token" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        key = subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt",
+                              "rsa_keygen_bits:2048"], capture_output=True, text=True,
+                             check=True).stdout
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(json.dumps({
+            "type": "service_account", "project_id": "bench", "private_key_id": "bench",
+            "private_key": key, "client_email": "bench@bench.iam.gserviceaccount.com",
+            "client_id": "1", "token_uri": f"http://127.0.0.1:{server.server_port}/token"}))
+        yield key_file
+    finally:
+        server.shutdown()
+        server.server_close()
+
 
 def kafka_setup(broker: str, n: int) -> str:
     """Creates (once) a one-partition topic holding n JSON records of ~300 B and returns its name.
@@ -741,6 +938,25 @@ def markdown(report: dict) -> str:
                      f"{fmt(s[i]['rss_mib']['max'], '{:,.0f}')}]" for i in ("ours", "original")]
             lines.append(f"| {tier['n']:,} | {cells[0]} | {cells[1]} | "
                          f"{ratio_text(s['ratio']['rss_mib'])} |")
+    emulated = [(c, t) for c in report["cases"] if c["status"] == "ok" for t in c["tiers"]
+                if any("emulator_cpu_s" in run.get("ours", {}) for run in t["runs"])]
+    if emulated:
+        lines += ["", "The emulators' own CPU time during each run (their processes' utime + stime "
+                      "from /proc, not in the CPU column), median s per run and its share of the "
+                      "run's CPU plus theirs:", "",
+                  "| case | N | side | emulators CPU s | share | emulators cores (CPU / wall) |",
+                  "|---|---:|---|---:|---:|---:|"]
+        for case, tier in emulated:
+            for impl in ("ours", "original"):
+                runs = [run[impl] for run in tier["runs"] if "emulator_cpu_s" in run.get(impl, {})]
+                if not runs:
+                    continue
+                emu = statistics.median(r["emulator_cpu_s"] for r in runs)
+                share = statistics.median(r["emulator_cpu_s"] / (r["emulator_cpu_s"] + r["cpu_s"])
+                                          for r in runs)
+                cores = statistics.median(r["emulator_cpu_s"] / r["wall_s"] for r in runs)
+                lines.append(f"| {case['name']} | {tier['n']:,} | {impl} | {emu:.2f} | "
+                             f"{share:.0%} | {cores:.2f} |")
     lines += ["", *notes]
     if any(not c["same_yaml"] for c in report["cases"] if c["status"] == "ok"):
         lines.append("- † not the same YAML on both sides: a comparison of equivalent sources.")
@@ -864,7 +1080,9 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
                               f"first {fmt(result['first_record_s'], '{:.2f}')} s  "
                               f"wall {result['wall_s']:6.2f} s  "
                               f"user {result['user_s']:5.2f} sys {result['sys_s']:5.2f}  "
-                              f"bg {result['background_cores']:.2f} cores", flush=True)
+                              f"bg {result['background_cores']:.2f} cores"
+                              + (f"  emulators cpu {result['emulator_cpu_s']:.2f} s"
+                                 if "emulator_cpu_s" in result else ""), flush=True)
                     pairs.append(pair)
                 case["tiers"].append({"n": tier.n, "runs": pairs, "summary": summarize(pairs)})
     except RunFailed as error:

@@ -9,6 +9,8 @@
 # 3. bench/bench.py with the remaining arguments: results in bench/results/<timestamp>/.
 #
 # Environment: BIZON_BENCH_KAFKA=host:port enables the kafka case (installs bizon[kafka]);
+# BIGQUERY_EMULATOR_HOST, STORAGE_EMULATOR_HOST, BIZON_GCS_BUCKET and BIZON_BIGQUERY_PROJECT (as
+# scripts/test-servers.sh start bigquery gcs prints them) enable the bigquery case (bizon[bigquery]);
 # BIZON_BENCH_ORIGINAL overrides the pip requirement of the original (default bizon==0.6.4);
 # BIZON_BENCH_PYTHON picks the interpreter for the venv (3.10 to 3.12; default python3).
 # Not run by CI: it takes about 15 minutes at the default scale.
@@ -35,8 +37,11 @@ if ! "$python" -c 'import ensurepip' 2>/dev/null; then
 fi
 
 # 1. The original, in its own venv.
+wanted=()
+if [[ -n "${BIZON_BENCH_KAFKA:-}" ]]; then wanted+=(kafka); fi
+if [[ -n "${BIGQUERY_EMULATOR_HOST:-}" ]]; then wanted+=(bigquery); fi
 extras=""
-if [[ -n "${BIZON_BENCH_KAFKA:-}" ]]; then extras="[kafka]"; fi
+if [[ ${#wanted[@]} -gt 0 ]]; then extras="[$(IFS=,; echo "${wanted[*]}")]"; fi
 original="${BIZON_BENCH_ORIGINAL:-bizon==0.6.4}"
 original="${original/bizon/bizon$extras}"
 requirements=("$original" "matplotlib>=3.7")
