@@ -629,18 +629,21 @@ destination:
         def verify(impl: str) -> Callable[[Path, Invocation], Optional[str]]:
             return lambda _, inv: emulators.check_table(holder["dataset"], holder[impl], inv.n)
 
+        def around(impl: str) -> Callable[[], contextlib.AbstractContextManager]:
+            return lambda: emulators.cpu(holder["dataset"], holder[impl])
+
         def tier(count: int) -> Tier:
             custom = ["--custom-source", str(GENERATOR_SOURCE)]
             return Tier(count,
                         Invocation("ours", [self.ours, "run", "{config}", *custom],
                                    yaml("ours"), count, check_generator,
-                                   verify=verify("ours"), around=emulators.cpu),
+                                   verify=verify("ours"), around=around("ours")),
                         Invocation("original",
                                    lambda: ["env", f"GOOGLE_APPLICATION_CREDENTIALS={holder['key']}",
                                             str(Path(self.original).parent / "python"),
                                             str(PARQUET_ORDER_SHIM), "run", "{config}", *custom],
                                    yaml("original"), count, check_generator,
-                                   verify=verify("original"), around=emulators.cpu))
+                                   verify=verify("original"), around=around("original")))
 
         @contextlib.contextmanager
         def setup() -> Iterator[None]:
@@ -735,9 +738,27 @@ class BigQueryEmulators:
         self.call("DELETE", f"datasets/{dataset}/tables/{table}")  # Keeps the emulator small.
         return None
 
+    def job_seconds(self, dataset: str, table: str) -> tuple[int, float]:
+        """The jobs whose destination is `table` or `table`_temp (loads, copies, queries), and
+        the sum of their durations (creation to end, from the jobs API), newest 1,000 jobs."""
+        answer = self.call("GET", "jobs?projection=full&allUsers=true&maxResults=1000")
+        count, seconds = 0, 0.0
+        for job in answer.get("jobs", []):
+            for kind in ("load", "copy", "query"):
+                target = job.get("configuration", {}).get(kind, {}).get("destinationTable", {})
+                if (target.get("datasetId") == dataset
+                        and target.get("tableId") in (table, f"{table}_temp")):
+                    statistics_ = job.get("statistics", {})
+                    with contextlib.suppress(KeyError, ValueError):
+                        seconds += (int(statistics_["endTime"])
+                                    - int(statistics_["creationTime"])) / 1000
+                        count += 1
+        return count, seconds
+
     @contextlib.contextmanager
-    def cpu(self) -> Iterator[dict]:
-        """Yields a dict that holds, at exit, the CPU seconds each emulator process used."""
+    def cpu(self, dataset: Optional[str] = None, table: Optional[str] = None) -> Iterator[dict]:
+        """Yields a dict that holds, at exit, the CPU seconds each emulator process used, and
+        (with a table) the count and total duration of the jobs that wrote it."""
         pids = {"bigquery": listening_pid(self.bigquery_url), "gcs": listening_pid(self.storage_url)}
         before = {name: process_cpu_s(pid) for name, pid in pids.items() if pid}
         measured: dict = {}
@@ -746,6 +767,8 @@ class BigQueryEmulators:
             with contextlib.suppress(OSError):
                 measured[f"emulator_{name}_cpu_s"] = process_cpu_s(pids[name]) - start
         measured["emulator_cpu_s"] = sum(v for k, v in measured.items() if k.endswith("_cpu_s"))
+        if dataset and table:
+            measured["emulator_jobs"], measured["emulator_job_s"] = self.job_seconds(dataset, table)
 
 
 @contextlib.contextmanager
@@ -942,10 +965,13 @@ def markdown(report: dict) -> str:
                 if any("emulator_cpu_s" in run.get("ours", {}) for run in t["runs"])]
     if emulated:
         lines += ["", "The emulators' own CPU time during each run (their processes' utime + stime "
-                      "from /proc, not in the CPU column), median s per run and its share of the "
-                      "run's CPU plus theirs:", "",
-                  "| case | N | side | emulators CPU s | share | emulators cores (CPU / wall) |",
-                  "|---|---:|---|---:|---:|---:|"]
+                      "from /proc, not in the CPU column; other clients of the emulators count "
+                      "too), median s per run and its share of the run's CPU plus theirs; and "
+                      "the jobs that wrote the run's table (jobs API: their count and total "
+                      "creation-to-end time, and that time over the run's wall time):", "",
+                  "| case | N | side | emulators CPU s | share | emulators cores (CPU / wall) "
+                  "| jobs | job time s | job time / wall |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
         for case, tier in emulated:
             for impl in ("ours", "original"):
                 runs = [run[impl] for run in tier["runs"] if "emulator_cpu_s" in run.get(impl, {})]
@@ -955,8 +981,13 @@ def markdown(report: dict) -> str:
                 share = statistics.median(r["emulator_cpu_s"] / (r["emulator_cpu_s"] + r["cpu_s"])
                                           for r in runs)
                 cores = statistics.median(r["emulator_cpu_s"] / r["wall_s"] for r in runs)
+                jobs = statistics.median(r.get("emulator_jobs", 0) for r in runs)
+                job_s = statistics.median(r.get("emulator_job_s", 0.0) for r in runs)
+                job_share = statistics.median(r.get("emulator_job_s", 0.0) / r["wall_s"]
+                                              for r in runs)
                 lines.append(f"| {case['name']} | {tier['n']:,} | {impl} | {emu:.2f} | "
-                             f"{share:.0%} | {cores:.2f} |")
+                             f"{share:.0%} | {cores:.2f} | {jobs:g} | {job_s:.2f} | "
+                             f"{job_share:.0%} |")
     lines += ["", *notes]
     if any(not c["same_yaml"] for c in report["cases"] if c["status"] == "ok"):
         lines.append("- † not the same YAML on both sides: a comparison of equivalent sources.")
@@ -1082,7 +1113,9 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
                               f"user {result['user_s']:5.2f} sys {result['sys_s']:5.2f}  "
                               f"bg {result['background_cores']:.2f} cores"
                               + (f"  emulators cpu {result['emulator_cpu_s']:.2f} s"
-                                 if "emulator_cpu_s" in result else ""), flush=True)
+                                 if "emulator_cpu_s" in result else "")
+                              + (f"  {result['emulator_jobs']} jobs {result['emulator_job_s']:.2f} s"
+                                 if "emulator_job_s" in result else ""), flush=True)
                     pairs.append(pair)
                 case["tiers"].append({"n": tier.n, "runs": pairs, "summary": summarize(pairs)})
     except RunFailed as error:
