@@ -273,6 +273,27 @@ def test_a_load_that_already_ran_is_not_run_again(bizon, google_emulators, datas
     assert generator_ids(rows(emulators, dataset, "once")) == list(range(30))
 
 
+def test_a_resumed_flush_cut_elsewhere_loses_no_row(bizon, google_emulators, dataset):
+    """The dead run's last load landed (rows 20-29) but its cursor was not recorded; the resumed
+    run fetches bigger pages and flushes rows 20-39 as the same n-th write. Its job id names other
+    rows, so it is loaded: rows 20-29 may repeat, but rows 30-39 are not skipped as 'already
+    ran'."""
+    emulators = google_emulators
+    dest = destination(emulators, dataset, destination_id="recut", buffer_size=0)
+    first = bizon.write("p.yml", pipeline("bq-recut", generator("stream", count=30, page_size=10),
+                                          dest, engine=runner("stream")))
+    bizon.run("run", first, check=0)
+    State(bizon.cwd).execute("DELETE FROM destination_cursors WHERE to_source_iteration = "
+                             "(SELECT MAX(to_source_iteration) FROM destination_cursors)")
+    second = bizon.write("p.yml", pipeline("bq-recut", generator("stream", count=40, page_size=20),
+                                           dest, engine=runner("stream")))
+    result = bizon.run("run", second, check=0)
+    assert "already ran; not running it again" not in result.stderr
+    found = generator_ids(rows(emulators, dataset, "recut"))
+    assert sorted(set(found)) == list(range(40))
+    assert found.count(35) == 1 and found.count(5) == 1
+
+
 # --------------------------------------------------------------------------------------------
 # The original's BigQuery examples (our own files in their shapes), pointed at the fake HubSpot
 # and the emulators.

@@ -151,6 +151,27 @@ std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_i
   return fmt::format("bizon_{}_{}_{:016x}_{}", kind, job, Fnv1a(table), sequence);
 }
 
+std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view table,
+                              int64_t sequence, const RecordBatch& records,
+                              const std::vector<size_t>& rows) {
+  uint64_t hash = 1469598103934665603ULL;
+  auto mix = [&hash](std::string_view bytes) {
+    for (char c : bytes) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 1099511628211ULL;
+    }
+    hash ^= 0xff;  // A separator, so that ("ab", "c") and ("a", "bc") differ.
+    hash *= 1099511628211ULL;
+  };
+  // Not the timestamps: sources that stamp records when they fetch them (the generator, most
+  // APIs) give the same rows another time on a re-fetch.
+  for (size_t row : rows) {
+    mix(records.id(row));
+    mix(records.payload(row));
+  }
+  return fmt::format("{}_{:016x}", BigqueryJobId("load", pipeline_job_id, table, sequence), hash);
+}
+
 Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
   BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(table));
   for (char c : table) {
@@ -708,7 +729,7 @@ Result<Value> BigqueryDestination::Write(const RecordBatch& records, int64_t loa
       pending_.push_back({.table = table->name, .object = object, .sequence = sequence});
       continue;
     }
-    std::string job_id = BigqueryJobId("load", sync_.job_id, table->name, sequence);
+    std::string job_id = BigqueryLoadJobId(sync_.job_id, table->name, sequence, records, rows);
     Value configuration = LoadConfig(*table, {object}).ToJson();
     auto loaded = EnsureJob(job_id, configuration, /*wait=*/true);
     DeleteObjects({object});

@@ -15,15 +15,16 @@
 // resumed run) is kept. They are dropped by OnJobSucceeded().
 //
 // Exactly-once: the N-th load of a pipeline job has the job id
-// `bizon_load_<pipeline job id>_<table hash>_<N>` (N counts every Write() of the job, across
-// resumes: it travels in the state recorded with the destination cursor). Before inserting a
-// load, the destination asks for that job id: a job already DONE without error is the same rows
-// loaded by a run that died before its cursor was recorded, and is not loaded again (BigQuery
-// also refuses a second job with one id; the emulator does not, hence the lookup). A failed job
-// is retried as `<id>_r<k>`. Publishing copy jobs have ids of the same kind, so a Finalize()
-// repeated after a crash appends once. This holds as long as a resumed run cuts its flushes
-// where the dead one did, which the engine does for size-based flushes of a deterministic
-// source; see README.md for the time-based case.
+// `bizon_load_<pipeline job id>_<table hash>_<N>_<rows fingerprint>` (N counts every Write() of
+// the job, across resumes: it travels in the state recorded with the destination cursor; the
+// fingerprint hashes the rows loaded). Before inserting a load, the destination asks for that job
+// id: a job already DONE without error is the same rows loaded by a run that died before its
+// cursor was recorded, and is not loaded again (BigQuery also refuses a second job with one id;
+// the emulator does not, hence the lookup). A failed job is retried as `<id>_r<k>`. Publishing
+// copy jobs have ids of the same kind, so a Finalize() repeated after a crash appends once. A
+// resumed run that cuts its flush where the dead one did (size-based flushes of a deterministic
+// source) loads every row once; one that cuts elsewhere gets another id, so the rows of the dead
+// run's last, unrecorded load can be repeated, never skipped. See README.md.
 //
 // `async_load`: Write() uploads the files and submits one load job per `load_files_per_job`
 // files already recorded by an earlier cursor (so a job never carries rows a resumed run fetches
@@ -62,6 +63,16 @@ std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_i
 Result<std::optional<BigQueryTimePartitioning>> ResolveBigqueryPartitioning(
     const Value* time_partitioning, bool unnest,
     const std::map<std::string, std::vector<BqColumn>, std::less<>>& unnest_columns);
+
+/// The id of the `sequence`-th load of `rows` of `records`: BigqueryJobId("load", ...) followed by
+/// `_<16 hex>`, an FNV-1a fingerprint of the rows' source ids and payloads (not their timestamps,
+/// which a re-fetch can stamp anew). A resumed
+/// run that loads the same rows under the same n finds the dead run's job and skips it; one that
+/// cut its flush elsewhere gets another id and loads its rows, so a different cut can repeat rows
+/// of the dead run's last load but never skips rows it did not load.
+std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view table,
+                              int64_t sequence, const RecordBatch& records,
+                              const std::vector<size_t>& rows);
 
 /// Refuses a destination id that cannot name a BigQuery table: empty, control characters, '.',
 /// '`', or longer than 1024 bytes with its staging suffix.

@@ -30,6 +30,36 @@ TEST(BigqueryDestinationTest, JobIdsAreDeterministicAndValid) {
   EXPECT_TRUE(BigQueryClient::IsValidJobId(BigqueryJobId("publish", "a.b c/é", "données `x`", 0)));
 }
 
+// A resumed run whose flush n holds other rows than the dead run's flush n (a flush cut by time,
+// a stream source's batches) must not take the dead run's landed load for its own: that would
+// skip the rows only the resumed flush holds.
+TEST(BigqueryDestinationTest, LoadJobIdsNameTheRowsTheyLoad) {
+  RecordBatch dead;
+  dead.Add("1", R"({"a":1})", 10);
+  dead.Add("2", R"({"a":2})", 20);
+  RecordBatch resumed = dead;
+  resumed.Add("3", R"({"a":3})", 30);
+  std::vector<size_t> two = {0, 1};
+  std::vector<size_t> three = {0, 1, 2};
+
+  std::string id = BigqueryLoadJobId("ab12", "events", 4, dead, two);
+  EXPECT_EQ(id, BigqueryLoadJobId("ab12", "events", 4, resumed, two));  // The same rows.
+  EXPECT_NE(id, BigqueryLoadJobId("ab12", "events", 4, resumed, three));
+  EXPECT_NE(id, BigqueryLoadJobId("ab12", "events", 5, dead, two));
+  EXPECT_EQ(id.rfind(BigqueryJobId("load", "ab12", "events", 4) + "_", 0), 0U) << id;
+  EXPECT_TRUE(BigQueryClient::IsValidJobId(id));
+
+  RecordBatch other_payload;
+  other_payload.Add("1", R"({"a":1})", 10);
+  other_payload.Add("2", R"({"a":9})", 20);
+  EXPECT_NE(id, BigqueryLoadJobId("ab12", "events", 4, other_payload, two));
+  RecordBatch other_time;
+  other_time.Add("1", R"({"a":1})", 10);
+  other_time.Add("2", R"({"a":2})", 21);
+  // A re-fetch stamps the same rows with another time: still the same load.
+  EXPECT_EQ(id, BigqueryLoadJobId("ab12", "events", 4, other_time, two));
+}
+
 TEST(BigqueryDestinationTest, TableNamesRefuseDotsBackticksAndControlCharacters) {
   EXPECT_TRUE(CheckBigqueryTableName("events", SyncMode::kFullRefresh).ok());
   EXPECT_TRUE(CheckBigqueryTableName("données 日本", SyncMode::kFullRefresh).ok());
