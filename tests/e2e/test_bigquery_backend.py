@@ -104,8 +104,10 @@ def test_repeated_kills_at_random_points_lose_and_duplicate_nothing(bizon, googl
     seed = int(os.environ.get("BIZON_KILL_SEED", "20261203"))
     rng = random.Random(seed)
     count = 3_000
+    # 60 pages of 0.2 s each: a clean run needs at least 12 s, more than six killed runs of at
+    # most 1.5 s can do, so the run cannot complete before the sixth kill on any machine.
     config = bizon.write("p.yml", pipeline(
-        "bq-kills", generator("incremental", count=count, page_size=50, sleep=0.02),
+        "bq-kills", generator("incremental", count=count, page_size=50, sleep=0.2),
         file_destination(buffer_size=0),
         engine=backend(google_emulators, dataset)))
     kills = 0
@@ -113,7 +115,7 @@ def test_repeated_kills_at_random_points_lose_and_duplicate_nothing(bizon, googl
         process = spawn(bizon, "run", config)
         if kills < 6:
             try:
-                process.wait(timeout=rng.uniform(0.2, 2.5))
+                process.wait(timeout=rng.uniform(0.2, 1.5))
             except subprocess.TimeoutExpired:
                 kill(process)
                 kills += 1
