@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -130,13 +131,24 @@ class Walker {
 
   Value ValidateInteger(const FieldSpec& spec, const Value& node, const std::string& path) {
     Value out = node;
-    if (node.kind() == Value::Kind::kDouble && std::floor(node.AsDouble()) == node.AsDouble()) {
-      out = Value(static_cast<int64_t>(node.AsDouble()));
+    // 2^63: the first double past int64_t's range. Beyond it (and for inf and nan) a cast is
+    // undefined, so such a number is no integer here.
+    constexpr double kInt64End = 9223372036854775808.0;
+    if (node.kind() == Value::Kind::kDouble) {
+      double number = node.AsDouble();
+      if (!std::isfinite(number) || std::floor(number) != number || number < -kInt64End ||
+          number >= kInt64End) {
+        return Mismatch(spec, node, path);
+      }
+      out = Value(static_cast<int64_t>(number));
     } else if (node.is_string()) {
       // The original's models accept numeric strings for integers; so do we.
       char* end = nullptr;
+      errno = 0;
       long long parsed = std::strtoll(node.AsString().c_str(), &end, 10);
-      if (node.AsString().empty() || *end != '\0') return Mismatch(spec, node, path);
+      if (node.AsString().empty() || *end != '\0' || errno == ERANGE) {
+        return Mismatch(spec, node, path);
+      }
       out = Value(static_cast<int64_t>(parsed));
     } else if (!node.is_integer()) {
       return Mismatch(spec, node, path);

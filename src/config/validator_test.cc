@@ -86,6 +86,19 @@ TEST(ValidatorTest, BoundsAreChecked) {
   EXPECT_EQ(Errors(result), "test.yml:2: size: must be at most 100, got 1000");
 }
 
+// Found by fuzz_yaml_config: `+.inf` for an integer key was cast to int64_t (undefined).
+TEST(ValidatorTest, NumbersOutsideInt64AreNoIntegers) {
+  for (const char* size :
+       {"+.inf", "-.inf", ".nan", "1e300", "9223372036854775808.0", "'99999999999999999999'"}) {
+    ValidationResult result = ValidateText(std::string("name: x\nsize: ") + size + "\n");
+    EXPECT_NE(Errors(result).find("test.yml:2: size: expected an integer"), std::string::npos)
+        << size << ": " << Errors(result);
+  }
+  ValidationResult whole = ValidateText("name: x\nsize: 12.0\n");
+  EXPECT_TRUE(Errors(whole).empty()) << Errors(whole);
+  EXPECT_EQ(whole.normalized.GetInteger("size"), 12);
+}
+
 TEST(ValidatorTest, UnknownKeyIsAnErrorWithSuggestion) {
   ValidationResult result = ValidateText("name: x\nsiz: 3\n");
   EXPECT_NE(Errors(result).find("test.yml:2: siz: unknown key 'siz' (did you mean 'size'?)"),
