@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "bizon/clock.h"
+#include "engine/backend/backend_support.h"
 #include "engine/backend/original_state.h"
 #include "engine/backend/stored_pagination.h"
 
@@ -117,10 +118,6 @@ constexpr std::string_view kCreateVersionTable =
 template <typename T>
 Status StatusOf(const Result<T>& result) {
   return result ? Status::Ok() : result.error();
-}
-
-Status BackendError(StatusCode code, std::string message) {
-  return Status(code, std::move(message), FailureClass::kBackend);
 }
 
 // Project ids: letters, digits, '-', and the domain-scoped forms' '.' and ':'; dataset ids:
@@ -872,14 +869,7 @@ Status BigQueryBackend::ConsumeStreamReset(std::string_view reset_id, std::strin
   BIZON_ASSIGN_OR_RETURN(
       std::optional<StreamReset> reset,
       QueryReset("WHERE id = @id", "read the stream reset", {String("id", reset_id)}));
-  if (!reset.has_value()) {
-    return BackendError(StatusCode::kNotFound,
-                        fmt::format("no stream reset has this id: {}", reset_id));
-  }
-  if (reset->consumed_by_job_id == job_id) return Status::Ok();
-  return BackendError(
-      StatusCode::kAborted,
-      fmt::format("the stream reset was already consumed or cancelled: {}", reset_id));
+  return UnchangedResetOutcome(reset, job_id, reset_id);
 }
 
 Result<int64_t> BigQueryBackend::CancelPendingStreamResets(const StreamKey& key) {

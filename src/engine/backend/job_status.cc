@@ -1,10 +1,32 @@
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "bizon/backend.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
+#include "engine/backend/backend_support.h"
 
 namespace bizon {
+
+Status BackendError(StatusCode code, std::string message) {
+  return Status(code, std::move(message), FailureClass::kBackend);
+}
+
+Status UnchangedResetOutcome(const std::optional<StreamReset>& reset, std::string_view job_id,
+                             std::string_view reset_id) {
+  if (!reset.has_value()) {
+    return BackendError(StatusCode::kNotFound,
+                        fmt::format("no stream reset has this id: {}", reset_id));
+  }
+  if (reset->consumed_by_job_id == job_id) return Status::Ok();
+  return BackendError(
+      StatusCode::kAborted,
+      fmt::format("the stream reset was already consumed or cancelled: {}", reset_id));
+}
 
 // The lowercase names are the values the original writes into stream_jobs.status.
 std::string_view ToString(JobStatus status) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bizon/clock.h"
+#include "engine/backend/backend_support.h"
 #include "engine/backend/original_state.h"
 #include "engine/backend/stored_pagination.h"
 
@@ -138,10 +139,6 @@ std::string InSchema(std::string_view sql, std::string_view quoted_schema) {
     }
   }
   return out;
-}
-
-Status BackendError(StatusCode code, std::string message) {
-  return Status(code, std::move(message), FailureClass::kBackend);
 }
 
 /// Microseconds since the epoch of a TIMESTAMP column (read as UTC), exact: EXTRACT returns
@@ -678,14 +675,7 @@ Status PostgresBackend::ConsumeStreamReset(std::string_view reset_id, std::strin
   BIZON_ASSIGN_OR_RETURN(
       std::optional<StreamReset> reset,
       QueryReset("WHERE id = $1", "read the stream reset", {std::string(reset_id)}));
-  if (!reset.has_value()) {
-    return BackendError(StatusCode::kNotFound,
-                        fmt::format("no stream reset has this id: {}", reset_id));
-  }
-  if (reset->consumed_by_job_id == job_id) return Status::Ok();
-  return BackendError(
-      StatusCode::kAborted,
-      fmt::format("the stream reset was already consumed or cancelled: {}", reset_id));
+  return UnchangedResetOutcome(reset, job_id, reset_id);
 }
 
 Result<int64_t> PostgresBackend::CancelPendingStreamResets(const StreamKey& key) {

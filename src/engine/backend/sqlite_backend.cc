@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "bizon/clock.h"
+#include "engine/backend/backend_support.h"
 #include "engine/backend/original_state.h"
 #include "engine/backend/stored_pagination.h"
 
@@ -150,10 +151,6 @@ Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   // sqlite3_errmsg describes the last failure on the connection, which is this one.
   return Status(CodeForSqliteError(rc), fmt::format("could not {}: {}", what, sqlite3_errmsg(db)),
                 FailureClass::kBackend);
-}
-
-Status BackendError(StatusCode code, std::string message) {
-  return Status(code, std::move(message), FailureClass::kBackend);
 }
 
 template <typename T>
@@ -764,14 +761,7 @@ Status SqliteBackend::ConsumeStreamReset(std::string_view reset_id, std::string_
   // Nothing changed: tell a retry of our own success apart from losing the race.
   BIZON_ASSIGN_OR_RETURN(std::optional<StreamReset> reset,
                          QueryReset(db_, "WHERE id = ?", "read the stream reset", reset_id));
-  if (!reset.has_value()) {
-    return BackendError(StatusCode::kNotFound,
-                        fmt::format("no stream reset has this id: {}", reset_id));
-  }
-  if (reset->consumed_by_job_id == job_id) return Status::Ok();
-  return BackendError(
-      StatusCode::kAborted,
-      fmt::format("the stream reset was already consumed or cancelled: {}", reset_id));
+  return UnchangedResetOutcome(reset, job_id, reset_id);
 }
 
 Result<int64_t> SqliteBackend::CancelPendingStreamResets(const StreamKey& key) {
