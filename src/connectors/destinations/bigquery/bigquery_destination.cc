@@ -77,8 +77,10 @@ Status Tagged(const Status& status, std::string_view context) {
   return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
 }
 
-uint64_t Fnv1a(std::string_view text) {
-  uint64_t hash = 1469598103934665603ULL;
+constexpr uint64_t kFnvOffsetBasis = 1469598103934665603ULL;
+
+/// FNV-1a 64 of `text`, continuing from `hash` (the offset basis starts a new one).
+uint64_t Fnv1a(std::string_view text, uint64_t hash = kFnvOffsetBasis) {
   for (char c : text) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ULL;
@@ -154,20 +156,14 @@ std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_i
 std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view table,
                               int64_t sequence, const RecordBatch& records,
                               const std::vector<size_t>& rows) {
-  uint64_t hash = 1469598103934665603ULL;
-  auto mix = [&hash](std::string_view bytes) {
-    for (char c : bytes) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 1099511628211ULL;
-    }
-    hash ^= 0xff;  // A separator, so that ("ab", "c") and ("a", "bc") differ.
-    hash *= 1099511628211ULL;
-  };
-  // Not the timestamps: sources that stamp records when they fetch them (the generator, most
-  // APIs) give the same rows another time on a re-fetch.
+  // A 0xff byte after each field (never in UTF-8 text), so that ("ab", "c") and ("a", "bc")
+  // differ. Not the timestamps: sources that stamp records when they fetch them (the generator,
+  // most APIs) give the same rows another time on a re-fetch.
+  constexpr std::string_view kSeparator = "\xff";
+  uint64_t hash = kFnvOffsetBasis;
   for (size_t row : rows) {
-    mix(records.id(row));
-    mix(records.payload(row));
+    hash = Fnv1a(kSeparator, Fnv1a(records.id(row), hash));
+    hash = Fnv1a(kSeparator, Fnv1a(records.payload(row), hash));
   }
   return fmt::format("{}_{:016x}", BigqueryJobId("load", pipeline_job_id, table, sequence), hash);
 }
