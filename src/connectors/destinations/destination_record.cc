@@ -278,6 +278,18 @@ std::string QuoteDestinationId(std::string_view id) {
   return out;
 }
 
+std::string StagingTableName(std::string_view table, SyncMode sync_mode) {
+  switch (sync_mode) {
+    case SyncMode::kFullRefresh:
+      return std::string(table) + "_temp";
+    case SyncMode::kIncremental:
+      return std::string(table) + "_incremental";
+    case SyncMode::kStream:
+      break;
+  }
+  return std::string(table);
+}
+
 Status CheckDestinationIdCharacters(std::string_view id) {
   if (id.empty()) {
     return Status(StatusCode::kInvalidArgument, "a destination id must not be empty",

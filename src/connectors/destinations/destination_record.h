@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "bizon/destination.h"
 #include "bizon/record_batch.h"
 #include "bizon/status.h"
 
@@ -67,5 +68,10 @@ std::string QuoteDestinationId(std::string_view id);
 /// DEL): no destination stores one faithfully (a NUL ends a C string, a newline splits a log
 /// line or a file listing). kInvalidArgument, failure class destination, naming the quoted id.
 Status CheckDestinationIdCharacters(std::string_view id);
+
+/// The table a table destination (postgres, bigquery) writes a run into before publishing it:
+/// `<table>_temp` on a full refresh, `<table>_incremental` on an incremental run, the table itself
+/// in stream mode.
+std::string StagingTableName(std::string_view table, SyncMode sync_mode);
 
 }  // namespace bizon

@@ -131,18 +131,6 @@ bool SameLayout(const BigQueryTable& a, const BigQueryTable& b) {
 
 }  // namespace
 
-std::string BigqueryStagingName(std::string_view table, SyncMode sync_mode) {
-  switch (sync_mode) {
-    case SyncMode::kFullRefresh:
-      return std::string(table) + "_temp";
-    case SyncMode::kIncremental:
-      return std::string(table) + "_incremental";
-    case SyncMode::kStream:
-      return std::string(table);
-  }
-  return std::string(table);
-}
-
 std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_id,
                           std::string_view table, int64_t sequence) {
   std::string job(pipeline_job_id);
@@ -179,7 +167,7 @@ Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
                       QuoteDestinationId(table), c));
     }
   }
-  if (BigqueryStagingName(table, sync_mode).size() > 1024) {
+  if (StagingTableName(table, sync_mode).size() > 1024) {
     return DestinationFailure(
         StatusCode::kInvalidArgument,
         fmt::format("BigQuery table name {} is too long: BigQuery allows 1024 bytes, staging "
@@ -466,7 +454,7 @@ Result<BigqueryDestination::TableState*> BigqueryDestination::TableFor(
   }
   TableState table;
   table.name = name;
-  table.staging = BigqueryStagingName(name, sync_.sync_mode);
+  table.staging = StagingTableName(name, sync_.sync_mode);
   // The record_schemas entry: the record's destination id, else the configured one, else the
   // only entry there is.
   std::string key = destination_id.empty() ? default_destination_id_ : std::string(destination_id);

@@ -49,9 +49,6 @@
 
 namespace bizon {
 
-/// Where Write() loads `table`: `<table>_temp`, `<table>_incremental`, or the table itself.
-std::string BigqueryStagingName(std::string_view table, SyncMode sync_mode);
-
 /// A deterministic BigQuery job id: `bizon_<kind>_<pipeline job id>_<16 hex of the table>_<n>`
 /// (characters outside [A-Za-z0-9_-] of the pipeline job id become '_').
 std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_id,

@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "connectors/destinations/destination_record.h"
+
 namespace bizon {
 namespace {
 
 TEST(BigqueryDestinationTest, StagingNamesPerSyncMode) {
-  EXPECT_EQ(BigqueryStagingName("t", SyncMode::kFullRefresh), "t_temp");
-  EXPECT_EQ(BigqueryStagingName("t", SyncMode::kIncremental), "t_incremental");
-  EXPECT_EQ(BigqueryStagingName("t", SyncMode::kStream), "t");
+  EXPECT_EQ(StagingTableName("t", SyncMode::kFullRefresh), "t_temp");
+  EXPECT_EQ(StagingTableName("t", SyncMode::kIncremental), "t_incremental");
+  EXPECT_EQ(StagingTableName("t", SyncMode::kStream), "t");
 }
 
 TEST(BigqueryDestinationTest, JobIdsAreDeterministicAndValid) {

@@ -403,18 +403,6 @@ Result<std::unique_ptr<PostgresDestination>> PostgresDestination::Create(
 // -----------------------------------------------------------------------------------------------
 // Names and DDL.
 
-std::string PgStagingName(std::string_view table, SyncMode sync_mode) {
-  switch (sync_mode) {
-    case SyncMode::kFullRefresh:
-      return std::string(table) + "_temp";
-    case SyncMode::kIncremental:
-      return std::string(table) + "_incremental";
-    case SyncMode::kStream:
-      break;
-  }
-  return std::string(table);
-}
-
 Status CheckPostgresTableName(std::string_view table, SyncMode sync_mode) {
   BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(table));
   if (table == kLoadLog || table == kLoadSequence) {
@@ -424,7 +412,8 @@ Status CheckPostgresTableName(std::string_view table, SyncMode sync_mode) {
                     "table or sequence: {}",
                     QuoteDestinationId(table)));
   }
-  if (std::string staging = PgStagingName(table, sync_mode); staging.size() > kMaxIdentifierBytes) {
+  if (std::string staging = StagingTableName(table, sync_mode);
+      staging.size() > kMaxIdentifierBytes) {
     return DestinationError(
         StatusCode::kInvalidArgument,
         fmt::format("a destination id is too long for a postgres table: PostgreSQL keeps {} bytes "
@@ -444,7 +433,7 @@ Result<PostgresDestination::TableState*> PostgresDestination::TableFor(
     std::string_view table_name) {
   if (auto found = tables_.find(table_name); found != tables_.end()) return &found->second;
   BIZON_RETURN_IF_ERROR(CheckPostgresTableName(table_name, sync_.sync_mode));
-  std::string staging = PgStagingName(table_name, sync_.sync_mode);
+  std::string staging = StagingTableName(table_name, sync_.sync_mode);
   for (const auto& [name, other] : tables_) {
     // `x` stages into `x_temp`, the table of the id `x_temp`: publishing one would drop the other.
     if (other.staging == table_name || other.name == staging) {

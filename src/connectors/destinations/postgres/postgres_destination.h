@@ -57,10 +57,6 @@ std::string_view PgTypeName(PgColumnType type);
 /// Appends `text` escaped for COPY's text format (backslash, tab, newline, carriage return).
 void AppendCopyText(std::string& out, std::string_view text);
 
-/// Where Write() loads the rows of `table`: `<table>_temp` (full refresh), `<table>_incremental`
-/// (incremental), the table itself (stream).
-std::string PgStagingName(std::string_view table, SyncMode sync_mode);
-
 /// Refuses a destination id that cannot name a table of its own: empty, NUL or another control
 /// character, the destination's bookkeeping (`_bizon_loads`, `_bizon_load_id_seq`), or a name
 /// whose staging table is longer than PostgreSQL's 63 bytes (which PostgreSQL would truncate,

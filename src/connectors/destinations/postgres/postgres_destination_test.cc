@@ -359,9 +359,9 @@ TEST(PostgresTableNameTest, TheStagingNameMustFitPostgresIdentifierLimit) {
   for (int i = 0; i < 21; ++i) wide += "日";
   EXPECT_TRUE(CheckPostgresTableName(wide, SyncMode::kStream).ok());
   EXPECT_FALSE(CheckPostgresTableName(wide + "x", SyncMode::kStream).ok());
-  EXPECT_EQ(PgStagingName("t", SyncMode::kFullRefresh), "t_temp");
-  EXPECT_EQ(PgStagingName("t", SyncMode::kIncremental), "t_incremental");
-  EXPECT_EQ(PgStagingName("t", SyncMode::kStream), "t");
+  EXPECT_EQ(StagingTableName("t", SyncMode::kFullRefresh), "t_temp");
+  EXPECT_EQ(StagingTableName("t", SyncMode::kIncremental), "t_incremental");
+  EXPECT_EQ(StagingTableName("t", SyncMode::kStream), "t");
 }
 
 TEST_F(PostgresDestinationTest, HostileIdsNameExactlyTheirOwnTables) {
