@@ -12,6 +12,7 @@
 #include "bizon/clock.h"
 #include "google/gcs_client.h"
 #include "google/google_test_support.h"
+#include "testing/test_servers.h"
 
 namespace bizon {
 namespace {
@@ -315,17 +316,12 @@ std::unique_ptr<BigQueryClient> EmulatorClient() {
   return std::move(*client);
 }
 
-#define REQUIRE_EMULATOR()                                                                   \
-  do {                                                                                       \
-    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                                  \
-      const char* ci = std::getenv("CI");                                                    \
-      if (ci != nullptr && std::string(ci) == "true") {                                      \
-        FAIL() << "BIGQUERY_EMULATOR_HOST is unset under CI (scripts/test-servers.sh start " \
-                  "bigquery)";                                                               \
-      }                                                                                      \
-      GTEST_SKIP() << "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start "      \
-                      "bigquery)";                                                           \
-    }                                                                                        \
+#define REQUIRE_EMULATOR()                                                                  \
+  do {                                                                                      \
+    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                                 \
+      BIZON_SKIP_OR_FAIL(                                                                   \
+          "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start bigquery)");      \
+    }                                                                                       \
   } while (false)
 
 std::string UniqueName(std::string_view prefix) {
@@ -444,11 +440,7 @@ TEST(BigQueryClientEmulatorTest, LoadsFromGcsCopiesAndListsTableData) {
   REQUIRE_EMULATOR();
   const char* bucket = std::getenv("BIZON_GCS_BUCKET");
   if (std::getenv("STORAGE_EMULATOR_HOST") == nullptr || bucket == nullptr) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") {
-      FAIL() << "STORAGE_EMULATOR_HOST or BIZON_GCS_BUCKET is unset under CI";
-    }
-    GTEST_SKIP() << "the GCS emulator is not configured (scripts/test-servers.sh start gcs)";
+    BIZON_SKIP_OR_FAIL("the GCS emulator is not configured (scripts/test-servers.sh start gcs)");
   }
   auto client = EmulatorClient();
   ASSERT_TRUE(client);

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "google/google_test_support.h"
+#include "testing/test_servers.h"
 
 namespace bizon {
 namespace {
@@ -200,11 +201,7 @@ TEST(GcsClientFakeTest, MultipartUploadListPagesAndDelete) {
 TEST(GcsClientEmulatorTest, UploadsDownloadsListsAndDeletes) {
   const char* host = std::getenv("STORAGE_EMULATOR_HOST");
   if (host == nullptr || *host == '\0') {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string_view(ci) == "true") {
-      FAIL() << "STORAGE_EMULATOR_HOST is unset under CI (scripts/test-servers.sh start gcs)";
-    }
-    GTEST_SKIP() << "STORAGE_EMULATOR_HOST is unset (scripts/test-servers.sh start gcs)";
+    BIZON_SKIP_OR_FAIL("STORAGE_EMULATOR_HOST is unset (scripts/test-servers.sh start gcs)");
   }
   const char* bucket_env = std::getenv("BIZON_GCS_BUCKET");
   const std::string bucket = bucket_env != nullptr ? bucket_env : "bizon-buffer";

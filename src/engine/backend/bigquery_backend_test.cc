@@ -20,6 +20,7 @@
 #include "bizon/status.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/backend_test_support.h"
+#include "testing/test_servers.h"
 
 namespace bizon {
 namespace {
@@ -32,11 +33,7 @@ using testing_support::ValueOrDie;
 class BigQueryBackendTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (std::string reason = harness_->SkipReason(); !reason.empty()) {
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string_view(ci) == "true") FAIL() << reason << " (CI=true)";
-      GTEST_SKIP() << reason;
-    }
+    if (std::string reason = harness_->SkipReason(); !reason.empty()) BIZON_SKIP_OR_FAIL(reason);
   }
 
   /// Another instance on the harness's dataset, as a second process would open it.

@@ -22,6 +22,7 @@
 #include "bizon/status.h"
 #include "engine/backend/backend_test_support.h"
 #include "postgres/postgres_client.h"
+#include "testing/test_servers.h"
 
 namespace bizon {
 namespace {
@@ -34,7 +35,7 @@ using testing_support::ValueOrDie;
 class PostgresBackendTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (std::string reason = harness_->SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+    if (std::string reason = harness_->SkipReason(); !reason.empty()) BIZON_SKIP_OR_FAIL(reason);
   }
 
   std::string Table(std::string_view name) const { return harness_->Table(name); }

@@ -17,6 +17,7 @@
 #include "connectors/destinations/destination_record.h"
 #include "engine/backend/backend_test_support.h"
 #include "postgres/postgres_client.h"
+#include "testing/test_servers.h"
 
 namespace bizon {
 namespace {
@@ -53,8 +54,9 @@ class PostgresDestinationTest : public testing::Test {
   void SetUp() override {
     std::optional<PgConnectionSettings> server = testing_support::PostgresTestServer();
     if (!server) {
-      GTEST_SKIP() << "no PostgreSQL test server: run `eval \"$(scripts/test-servers.sh start "
-                      "postgres)\"` first";
+      BIZON_SKIP_OR_FAIL(
+          "no PostgreSQL test server: run `eval \"$(scripts/test-servers.sh start postgres)\"` "
+          "first");
     }
     settings_ = *server;
     schema_ = "dest_test_" + NewUuidHex().substr(0, 12);
