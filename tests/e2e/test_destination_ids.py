@@ -1,4 +1,4 @@
-"""Hostile destination ids through the file, postgres and logger destinations (issue 12, item 4).
+"""Hostile destination ids through the file, postgres, bigquery and logger destinations.
 
 An id reaches a destination two ways: from the config (destination.config.destination_id, the
 postgres `table`), which `bizon config validate` and `bizon run` check with `file:line:
@@ -16,6 +16,7 @@ import uuid
 import pytest
 import yaml
 
+from conftest_google import google_emulators  # noqa: F401 (fixture)
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401 (fixtures)
 from test_engine_support import read_result
 from test_python_support import needs_custom_source
@@ -137,6 +138,30 @@ def assert_refused_config(result, text: str, path: str, destination_id: str, key
     assert shown(destination_id) in output, output
 
 
+def assert_refused_by_validate_and_run(bizon, text: str, path: str, destination_id: str,
+                                       key="destination_id"):
+    """`config validate` and `run` both refuse the id at its line, the run as a config failure."""
+    config = bizon.write("p.yml", text)
+    assert_refused_config(bizon.run("config", "validate", config), text, path, destination_id, key)
+    result = bizon.run("run", config, "--result-json", "r.json")
+    assert_refused_config(result, text, path, destination_id, key)
+    assert read_result(bizon.cwd / "r.json")["failure_class"] == "config"
+    return result
+
+
+def assert_routed_refusal_fails_the_run(bizon, text: str, refused: str):
+    """A run whose source routes a record to `refused` passes validation (the id comes from
+    data) and fails as a destination failure that names the id."""
+    config = bizon.write("p.yml", text)
+    bizon.run("config", "validate", config, check=0)
+    result = bizon.run("run", config, "--result-json", "r.json")
+    assert result.returncode != 0
+    outcome = read_result(bizon.cwd / "r.json")
+    assert outcome["failure_class"] == "destination"
+    assert shown(refused) in outcome["error"], outcome["error"]
+    return outcome
+
+
 # ---------------------------------------------------------------------------------------------
 # file
 
@@ -161,12 +186,8 @@ def test_file_static_id_leaving_its_directory_is_a_config_error(bizon, destinati
         destination_id = str(outside)
     text = dump({"name": "f", "source": dummy_source(), "destination": {
         "name": "file", "config": {"destination_id": destination_id}}})
-    config = bizon.write("p.yml", text)
-    assert_refused_config(bizon.run("config", "validate", config), text,
-                          "destination.config.destination_id", destination_id)
-    result = bizon.run("run", config, "--result-json", "r.json")
-    assert_refused_config(result, text, "destination.config.destination_id", destination_id)
-    assert read_result(bizon.cwd / "r.json")["failure_class"] == "config"
+    assert_refused_by_validate_and_run(bizon, text, "destination.config.destination_id",
+                                       destination_id)
     assert json_files(bizon) == set()
     assert not outside.with_suffix(".json").exists()
     assert not (bizon.cwd.parent / "escaped.json").exists()
@@ -201,14 +222,9 @@ def test_file_refused_routed_id_fails_the_run_and_publishes_nothing(bizon, refus
     published = (bizon.cwd / "out.json").read_bytes()
 
     routes = [None, "fine", refused, "after"]
-    config = bizon.write("p.yml", dump({"name": "f", "source": hostile_source(bizon, routes),
-                                        "destination": destination}))
-    bizon.run("config", "validate", config, check=0)  # Nothing static is wrong.
-    result = bizon.run("run", config, "--result-json", "r.json")
-    assert result.returncode != 0
-    outcome = read_result(bizon.cwd / "r.json")
-    assert outcome["failure_class"] == "destination"
-    assert shown(refused) in outcome["error"], outcome["error"]
+    outcome = assert_routed_refusal_fails_the_run(
+        bizon, dump({"name": "f", "source": hostile_source(bizon, routes),
+                     "destination": destination}), refused)
     assert "\n" not in outcome["error"]
     # The previous full refresh is what readers still see; nothing of this run is published.
     assert (bizon.cwd / "out.json").read_bytes() == published
@@ -267,12 +283,8 @@ def test_postgres_static_id_that_cannot_be_a_table_is_a_config_error(bizon, pg, 
     destination["config"].pop("destination_id")
     destination["config"][key] = table
     text = postgres_pipeline(pg, "pf", dummy_source(), destination)
-    config = bizon.write("p.yml", text)
-    assert_refused_config(bizon.run("config", "validate", config), text,
-                          f"destination.config.{key}", table, key)
-    result = bizon.run("run", config, "--result-json", "r.json")
-    assert_refused_config(result, text, f"destination.config.{key}", table, key)
-    assert read_result(bizon.cwd / "r.json")["failure_class"] == "config"
+    result = assert_refused_by_validate_and_run(bizon, text, f"destination.config.{key}", table,
+                                                key)
     if table == LONG:
         assert "63 bytes" in result.stdout + result.stderr
     assert pg_table_names(pg) == set()  # Not even the schema's bookkeeping: nothing ran.
@@ -308,18 +320,90 @@ def test_postgres_refused_routed_id_fails_the_run_and_publishes_nothing(bizon, p
     assert before == [("0", {"n": 0, "to": None})]
 
     routes = [None, None, "fine", refused]
-    config = bizon.write("p.yml", postgres_pipeline(pg, "pr", hostile_source(bizon, routes)))
-    bizon.run("config", "validate", config, check=0)
-    result = bizon.run("run", config, "--result-json", "r.json")
-    assert result.returncode != 0
-    outcome = read_result(bizon.cwd / "r.json")
-    assert outcome["failure_class"] == "destination"
-    assert shown(refused) in outcome["error"], outcome["error"]
+    assert_routed_refusal_fails_the_run(
+        bizon, postgres_pipeline(pg, "pr", hostile_source(bizon, routes)), refused)
     assert pg_rows(pg, "out") == before  # The previous full refresh stays published.
     published = {t for t in pg_table_names(pg) if not t.endswith("_temp")}
     assert published == {"_bizon_loads", "out"}  # No "fine", no truncated name.
     assert pg.scalar(f"SELECT count(*) AS n FROM \"{pg.destination_schema}\"._bizon_loads"
                      " WHERE kind = 'publish'") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# bigquery: a destination id is a bare table name of BigQuery's character set (letters, digits,
+# '_', '-', spaces and non-ASCII letters); every other ASCII character is refused.
+
+# Real BigQuery also takes spaces and non-ASCII letters ("données 日本", accepted by
+# CheckBigqueryTableName in its unit test); the emulator holds only [A-Za-z0-9_-].
+BIGQUERY_ACCEPTED = ["dash-name", "Mixed_Case9", "x_1-y"]
+BIGQUERY_REFUSED = ['quote"double', "quote'single", "semi;colon", "x; DROP TABLE x; --", "a.b",
+                    "sub/inner", "back`tick"]
+
+
+@pytest.fixture
+def bq_dataset(google_emulators) -> str:
+    name = f"bq_ids_{uuid.uuid4().hex[:10]}"
+    google_emulators.create_dataset(name)
+    return name
+
+
+def bigquery_pipeline(emulators, dataset: str, source: dict, destination_id: str = "out") -> str:
+    return dump({"name": "bq", "source": source, "destination": {"name": "bigquery", "config": {
+        "project_id": emulators.project, "dataset_id": dataset,
+        "gcs_buffer_bucket": emulators.bucket, "destination_id": destination_id}}})
+
+
+def bq_tables(emulators, dataset: str) -> set[str]:
+    answer = emulators.bq("GET", f"datasets/{dataset}/tables")
+    return {table["tableReference"]["tableId"] for table in answer.get("tables", [])}
+
+
+def bq_rows(emulators, dataset: str, table: str) -> list[tuple[str, dict]]:
+    found = emulators.query(f"SELECT _source_record_id, _source_data"
+                            f" FROM `{emulators.project}.{dataset}.{table}`")
+    return sorted(((row["_source_record_id"], json.loads(row["_source_data"])) for row in found),
+                  key=lambda row: int(row[0]))
+
+
+@pytest.mark.parametrize("destination_id", BIGQUERY_REFUSED + CONTROL)
+def test_bigquery_static_id_outside_its_character_set_is_a_config_error(
+        bizon, google_emulators, bq_dataset, destination_id):
+    text = bigquery_pipeline(google_emulators, bq_dataset, dummy_source(), destination_id)
+    assert_refused_by_validate_and_run(bizon, text, "destination.config.destination_id",
+                                       destination_id)
+    assert bq_tables(google_emulators, bq_dataset) == set()
+
+
+@needs_custom_source
+def test_bigquery_routed_ids_land_in_exactly_their_tables(bizon, google_emulators, bq_dataset):
+    routes = [None] + BIGQUERY_ACCEPTED + [None, BIGQUERY_ACCEPTED[0]]
+    config = bizon.write("p.yml", bigquery_pipeline(google_emulators, bq_dataset,
+                                                    hostile_source(bizon, routes)))
+    bizon.run("run", config, "--result-json", "r.json", check=0)
+    assert read_result(bizon.cwd / "r.json")["records_written"] == len(routes)
+    assert bq_tables(google_emulators, bq_dataset) == {"out"} | set(BIGQUERY_ACCEPTED)
+    assert bq_rows(google_emulators, bq_dataset, "out") == expected_rows(routes, "out", "out")
+    for table in BIGQUERY_ACCEPTED:
+        assert bq_rows(google_emulators, bq_dataset, table) == expected_rows(routes, table)
+
+
+@needs_custom_source
+@pytest.mark.parametrize("refused", ["semi;colon", "x; DROP TABLE x; --", "a.b", "line\nbreak"])
+def test_bigquery_refused_routed_id_fails_the_run_and_publishes_nothing(
+        bizon, google_emulators, bq_dataset, refused):
+    good = bizon.write("good.yml", bigquery_pipeline(google_emulators, bq_dataset,
+                                                     hostile_source(bizon, [None])))
+    bizon.run("run", good, check=0)
+    before = bq_rows(google_emulators, bq_dataset, "out")
+    assert before == [("0", {"n": 0, "to": None})]
+
+    routes = [None, None, "fine", refused]
+    assert_routed_refusal_fails_the_run(
+        bizon, bigquery_pipeline(google_emulators, bq_dataset, hostile_source(bizon, routes)),
+        refused)
+    assert bq_rows(google_emulators, bq_dataset, "out") == before  # The old table stays.
+    published = {t for t in bq_tables(google_emulators, bq_dataset) if not t.endswith("_temp")}
+    assert published == {"out"}  # No "fine", no table of the refused id.
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include "bizon/config_spec.h"
@@ -158,12 +159,18 @@ std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view
 
 Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
   BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(table));
+  // BigQuery's table names hold letters, marks, numbers, connectors, dashes and spaces. Of ASCII
+  // that leaves [A-Za-z0-9_ -]; other UTF-8 text is left for BigQuery to judge by its Unicode
+  // categories. A dot would also name another dataset.
   for (char c : table) {
-    if (c == '.' || c == '`' || c == '/' || c == '\\') {
+    auto byte = static_cast<unsigned char>(c);
+    bool allowed = byte >= 0x80 || std::isalnum(byte) != 0 || c == '_' || c == '-' || c == ' ';
+    if (!allowed) {
       return DestinationFailure(
           StatusCode::kInvalidArgument,
           fmt::format("BigQuery table name {} holds '{}': a bigquery destination id is a bare "
-                      "table name in the configured dataset",
+                      "table name in the configured dataset, of letters, digits, '_', '-' and "
+                      "spaces",
                       QuoteDestinationId(table), c));
     }
   }

@@ -69,6 +69,11 @@ TEST(BigqueryDestinationTest, TableNamesRefuseDotsBackticksAndControlCharacters)
   EXPECT_FALSE(CheckBigqueryTableName("ds.events", SyncMode::kFullRefresh).ok());
   EXPECT_FALSE(CheckBigqueryTableName("a`b", SyncMode::kFullRefresh).ok());
   EXPECT_FALSE(CheckBigqueryTableName("a\nb", SyncMode::kFullRefresh).ok());
+  EXPECT_TRUE(CheckBigqueryTableName("with space-and_dash", SyncMode::kFullRefresh).ok());
+  for (std::string_view hostile : {"quote\"double", "quote'single", "semi;colon",
+                                   "x; DROP TABLE x; --", "a/b", "a\\b", "a$b", "(x)"}) {
+    EXPECT_FALSE(CheckBigqueryTableName(hostile, SyncMode::kStream).ok()) << hostile;
+  }
   EXPECT_TRUE(CheckBigqueryTableName(std::string(1024, 'a'), SyncMode::kStream).ok());
   EXPECT_FALSE(CheckBigqueryTableName(std::string(1020, 'a'), SyncMode::kFullRefresh).ok());
 }
