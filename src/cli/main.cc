@@ -1,6 +1,7 @@
 // The `bizon` command line.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 
 #include "bizon/registry.h"
 #include "cli/cli_context.h"
@@ -36,6 +37,14 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
+  } catch (const std::exception& error) {
+    // What escaped a command (`bizon run` reports its own in the result file): a clear line and
+    // the exit code of an internal error, never an abort without a word.
+    std::fprintf(stderr, "internal error (unknown): %s\n", error.what());
+    return 70;
+  } catch (...) {
+    std::fprintf(stderr, "internal error (unknown): a non-standard exception\n");
+    return 70;
   }
   return context.exit_code;
 }

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <fstream>
 
 #include "alerting/slack_alerter.h"
@@ -29,8 +32,10 @@ struct RunArgs {
   bool reset = false;
 };
 
-void WriteResult(const std::string& path, const RunOutcome& outcome, bool running) {
-  if (path.empty()) return;
+/// Writes the --result-json file whole (a temporary file renamed over it), or says why not. A
+/// scheduler reads this file: one that cannot be written must not pass unnoticed.
+Status WriteResult(const std::string& path, const RunOutcome& outcome, bool running) {
+  if (path.empty()) return Status::Ok();
   std::string text;
   if (running) {
     text = fmt::format(R"({{"status": "running", "started_at": "{}"}})",
@@ -42,14 +47,53 @@ void WriteResult(const std::string& path, const RunOutcome& outcome, bool runnin
   {
     std::ofstream out(temp, std::ios::trunc);
     out << text << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(temp.c_str());  // Ignored: there may be nothing to remove.
+      return InvalidArgumentError(
+          fmt::format("cannot write the result file {}: {}", temp, std::strerror(errno)));
+    }
   }
-  std::rename(temp.c_str(), path.c_str());
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    std::remove(temp.c_str());  // Ignored: the rename's error is the one reported.
+    return InvalidArgumentError(fmt::format("cannot move the result file {} to {}: {}", temp,
+                                            path, std::strerror(error)));
+  }
+  return Status::Ok();
+}
+
+/// Prints why the final result file could not be written; false then.
+bool ReportResultFile(const Status& written) {
+  if (written.ok()) return true;
+  std::fprintf(stderr, "Error: --result-json: %s\n",
+               SecretMask::Global().Redact(written.message()).c_str());
+  return false;
+}
+
+/// RunPipeline, with anything it throws reported as a failure of class `unknown` instead of
+/// ending the process without a result.
+RunOutcome RunGuarded(const LoadedConfig& loaded, CliContext& context,
+                      const RunOptions& run_options) {
+  try {
+    return RunPipeline(loaded, context.registry, run_options);
+  } catch (const std::exception& error) {
+    RunOutcome failed;
+    failed.failure_class = FailureClass::kUnknown;
+    failed.error = fmt::format("Error: unexpected exception: {}", error.what());
+    return failed;
+  }
 }
 
 void RunCommand(const RunArgs& args, CliContext& context) {
   RunOutcome outcome;
   outcome.started_at_us = NowMicros();
-  WriteResult(args.result_json, outcome, /*running=*/true);
+  if (Status written = WriteResult(args.result_json, outcome, /*running=*/true); !written.ok()) {
+    // Before anything runs: nothing is loaded without a result a scheduler could read.
+    std::fprintf(stderr, "Error: --result-json: %s\n", written.message().c_str());
+    context.exit_code = 1;
+    return;
+  }
 
   LoadOptions options{.env_file = args.env_file};
   if (!args.log_level.empty()) options.log_level = args.log_level;
@@ -62,7 +106,7 @@ void RunCommand(const RunArgs& args, CliContext& context) {
     outcome.failure_class = FailureClass::kConfig;
     outcome.error = "ConfigError: " + loaded.error().message();
     outcome.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;
-    WriteResult(args.result_json, outcome, false);
+    ReportResultFile(WriteResult(args.result_json, outcome, false));
     context.exit_code = 1;
     return;
   }
@@ -75,10 +119,10 @@ void RunCommand(const RunArgs& args, CliContext& context) {
   RunOptions run_options{.executable = context.executable,
                          .role = ParseRunRole(args.role).value_or(RunRole::kAll),
                          .job_wait_s = args.job_wait_s};
-  RunOutcome result = RunPipeline(*loaded, context.registry, run_options);
+  RunOutcome result = RunGuarded(*loaded, context, run_options);
   result.started_at_us = outcome.started_at_us;
   result.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;
-  WriteResult(args.result_json, result, false);
+  bool result_written = ReportResultFile(WriteResult(args.result_json, result, false));
   if (result.success) {
     std::puts("Pipeline finished successfully.");
   } else {
@@ -86,8 +130,9 @@ void RunCommand(const RunArgs& args, CliContext& context) {
     if (!result.error.empty()) {
       std::fprintf(stderr, "%s\n", SecretMask::Global().Redact(result.error).c_str());
     }
-    context.exit_code = 1;
   }
+  // A successful run whose result file still says "running" is not a success to a scheduler.
+  if (!result.success || !result_written) context.exit_code = 1;
 }
 
 }  // namespace

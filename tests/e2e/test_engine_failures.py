@@ -206,3 +206,15 @@ def test_cli_usage_errors_exit_2(bizon, args):
     bizon.write("p.yml", pipeline("ok", generator(count=1)))
     bizon.run(*args, check=2)
     assert not (bizon.cwd / "bizon.sqlite3").exists()
+
+
+def test_a_result_file_that_cannot_be_written_stops_the_run_before_it_starts(bizon):
+    config = bizon.write("p.yml", pipeline("unwritable", generator("full_refresh", count=5)))
+    result = bizon.run("run", config, "--result-json", "missing-dir/r.json")
+    assert result.returncode == 1
+    assert "Error: --result-json: cannot write the result file missing-dir/r.json.tmp" in (
+        result.stderr), result.stderr
+    assert "Pipeline finished successfully" not in result.stdout
+    assert not (bizon.cwd / "missing-dir").exists()
+    assert not list(bizon.cwd.glob("*.json"))  # Nothing was loaded.
+    assert State(bizon.cwd).jobs() == []  # Nothing ran.
