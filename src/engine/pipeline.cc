@@ -246,6 +246,12 @@ Result<std::unique_ptr<Source>> MakeSource(const RunParts& parts) {
   return source;
 }
 
+/// A source that could not be built: a config value it refused (a custom source's pydantic
+/// validation, a connector's option) keeps its class `config`; anything else is `source`.
+RunOutcome SourceBuildFailure(const Status& error) {
+  return EarlyFailure(error.failure_class(), error);
+}
+
 struct SidesResult {
   ProducerResult producer;
   ConsumerResult consumer;
@@ -555,7 +561,7 @@ RunOutcome RunProducerSide(const RunParts& parts, Backend& backend,
                            const PipelineSettings& settings, const BrokerQueueConfig& queue,
                            double job_wait_s) {
   auto source_or = MakeSource(parts);
-  if (!source_or) return EarlyFailure(FailureClass::kSource, source_or.error());
+  if (!source_or) return SourceBuildFailure(source_or.error());
   if (Status connected = (*source_or)->CheckConnection(); !connected.ok()) {
     return EarlyFailure(FailureClass::kSource,
                         connected.WithContext("error while connecting to source"));
@@ -685,7 +691,7 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   bool holds_run_lock = lock.has_value() || HasRunLock(settings.backend_config);
 
   auto source_or = MakeSource(parts);
-  if (!source_or) return EarlyFailure(FailureClass::kSource, source_or.error());
+  if (!source_or) return SourceBuildFailure(source_or.error());
   Source& source = **source_or;
   if (Status connected = source.CheckConnection(); !connected.ok()) {
     return EarlyFailure(FailureClass::kSource,

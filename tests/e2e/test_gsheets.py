@@ -194,8 +194,8 @@ def test_a_malformed_key_is_a_config_error_without_key_material(bizon, oauth, sh
     key["private_key"] = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIB\n-----END PRIVATE KEY-----\n"
     result = run(bizon, pipeline("sheet", source(sheets, key)), env=no_adc(bizon), check=1)
     outcome = read_result(bizon)
-    # A factory's failure is the source's (the engine's rule), but the text names the option.
-    assert outcome["failure_class"] == "source"
+    # A value of the config the source refuses is a config failure, naming the option.
+    assert outcome["failure_class"] == "config"
     assert "Google credentials source.service_account_key (line 8)" in outcome["error"]
     assert "not a PEM private key" in outcome["error"]
     everything = result.stdout + result.stderr + json.dumps(outcome)
@@ -285,7 +285,7 @@ def test_original_example_shapes(bizon, oauth, sheets, name):
     # The example's key is a stand-in without a private key: refused before any request.
     result = run(bizon, yaml.safe_dump(config), env=env, check=1)
     outcome = read_result(bizon)
-    assert outcome["failure_class"] == "source"
+    assert outcome["failure_class"] == "config"
     assert "the service_account key lacks 'private_key'" in outcome["error"]
     # With a real key of that account it runs.
     key = json.loads(config["source"]["service_account_key"])

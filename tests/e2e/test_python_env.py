@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_engine_support import read_result
 from test_python_support import DATA, DUMMY_SOURCE, needs_custom_source, needs_transforms, pipeline
 
 pytestmark = [needs_custom_source, needs_transforms]
@@ -75,12 +76,16 @@ def test_a_broken_field_constraint_is_a_config_error_naming_the_key(bizon):
     source = {"name": "clamped", "stream": "values", "source_file_path": PYDANTIC2, "count": 0,
               "password_like": "s3cr3t-value"}
     config = bizon.write("config.yml", config_text("clamped", source))
-    result = bizon.run("run", config, env=NO_VENV)
+    result = bizon.run("run", config, "--result-json", "r.json", env=NO_VENV)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "source config does not match ClampedSourceConfig: source.count: " in output
     assert "greater than or equal to 1" in output
     assert "Traceback" not in output
+    assert "s3cr3t-value" not in output
+    outcome = read_result(bizon.cwd / "r.json")
+    assert outcome["failure_class"] == "config", outcome
+    assert "source.count: " in outcome["error"] and "s3cr3t-value" not in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
 
 
