@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "bizon/status.h"
 #include "bizon/value.h"
@@ -80,6 +82,26 @@ struct StreamReset {
   std::optional<std::string> consumed_by_job_id;
 };
 
+/// A partition of a source that several processes of one pipeline read at once (a Kafka topic
+/// partition in a consumer group), as the backend's partition ledger (`partition_positions`)
+/// holds it after a claim.
+struct PartitionClaim {
+  std::string partition;  // The source's name for it: "<topic>/<partition>".
+  /// The next position to read, as of the last durable write; nullopt when none was recorded.
+  std::optional<int64_t> position;
+  /// The epoch of this claim: a write recorded under an older one is refused.
+  int64_t epoch = 0;
+  /// Who held the partition before this claim ("" for nobody).
+  std::string previous_owner;
+};
+
+/// A partition's new position after a durable write, under the epoch its owner claimed.
+struct PartitionAdvance {
+  std::string partition;
+  int64_t position = 0;
+  int64_t epoch = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -119,6 +141,29 @@ class Backend {
       std::string_view job_id) = 0;
   /// Sum of rows_written over the job's successful destination cursors.
   virtual Result<int64_t> GetWrittenRowCount(std::string_view job_id) = 0;
+
+  // Partition ledger: the positions of a source read by several members, which may move between
+  // them (only backends several processes can share implement it).
+
+  /// Whether ClaimPartitions and CreateDestinationCursorAndAdvance are implemented.
+  virtual bool HasPartitionLedger() const { return false; }
+  /// Takes each of `partitions` of `key` for `owner` under a new epoch, in one transaction, and
+  /// returns what the ledger holds for them. From then on a write recorded by the previous owner
+  /// is refused (it is fenced), so nothing of a partition is recorded twice.
+  virtual Result<std::vector<PartitionClaim>> ClaimPartitions(
+      const StreamKey& key, std::string_view owner, const std::vector<std::string>& partitions) {
+    (void)key, (void)owner, (void)partitions;
+    return Fail(UnimplementedError("this backend keeps no partition ledger"));
+  }
+  /// Records `cursor` and the new positions in one transaction, provided `owner` still holds
+  /// every partition at its epoch; otherwise records nothing and fails with kAborted, naming the
+  /// partition and its new owner.
+  virtual Status CreateDestinationCursorAndAdvance(const DestinationCursor& cursor,
+                                                   const StreamKey& key, std::string_view owner,
+                                                   const std::vector<PartitionAdvance>& advances) {
+    (void)cursor, (void)key, (void)owner, (void)advances;
+    return UnimplementedError("this backend keeps no partition ledger");
+  }
 
   // Resets.
   virtual Result<StreamReset> CreateStreamReset(const StreamKey& key) = 0;

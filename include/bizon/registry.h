@@ -79,6 +79,11 @@ struct DestinationDescriptor {
   ConfigSpec config;
   /// False for destinations that append even on a full refresh: a reset is rejected for them.
   bool supports_reset = true;
+  /// True when several processes may write one stream at once, each under its own job, and a
+  /// destination opened with another job's id and last state discards that job's writes after
+  /// it (what Open() does on resume). Then a partitioned source (Kafka) in stream mode runs as
+  /// one member of many; otherwise a second process of the pipeline is refused.
+  bool concurrent_members = false;
   /// Checks a destination id the config names itself, so that `config validate` refuses what the
   /// destination would refuse when writing (an id from data is checked when it is written).
   /// Called for destination.config.destination_id and `destination_id_keys`, each record_schemas

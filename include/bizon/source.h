@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bizon/record_batch.h"
 #include "bizon/status.h"
@@ -24,6 +26,11 @@ struct SourceIteration {
   /// Incremental state to carry into the next successful run (the original's `next_state`).
   std::optional<Value> next_state;
 
+  /// For a source read by several members at once (see PartitionOwner): the next position of
+  /// each partition this member holds, by the names it gave PartitionOwner::Claimed. Empty
+  /// otherwise.
+  std::vector<std::pair<std::string, int64_t>> partition_positions;
+
   bool IsLast() const {
     return next_pagination.is_null() ||
            (next_pagination.is_map() && next_pagination.AsMap().empty());
@@ -36,6 +43,22 @@ struct IncrementalState {
   int64_t run_started_at_us = 0;    // Start of this run: the upper bound of the window.
   Value state = Value::EmptyMap();  // The previous successful run's next_state.
   std::string cursor_field;
+};
+
+/// The engine's side of a source that several processes of one pipeline read at once, each
+/// holding some of its partitions (Kafka partitions in a consumer group). The source calls it
+/// from within Get(), on the Get() thread, when its partitions change.
+class PartitionOwner {
+ public:
+  virtual ~PartitionOwner() = default;
+  /// `partitions` were assigned to this member. Returns, for each, the position to read from
+  /// (nullopt: none recorded, the source starts where it would on its own). An error fails the
+  /// Get() in progress; the source must not read the partitions then.
+  virtual Result<std::vector<std::optional<int64_t>>> Claimed(
+      const std::vector<std::string>& partitions) = 0;
+  /// `partitions` were taken from this member; the source drops what it read of them and not
+  /// yet returned.
+  virtual void Revoked(const std::vector<std::string>& partitions) = 0;
 };
 
 class Source {
@@ -63,6 +86,12 @@ class Source {
   /// Acknowledges everything fetched so far, once the destination has durably written it (stream
   /// sources commit offsets here).
   virtual Status Commit() { return Status::Ok(); }
+
+  /// A source whose partitions can be shared by several processes of one pipeline: this
+  /// process's member id, stable across its restarts ("" for a source that is read whole).
+  virtual std::string MemberId() const { return ""; }
+  /// Hands over the engine's PartitionOwner (outliving every later Get) before the first Get.
+  virtual void SetPartitionOwner(PartitionOwner* owner) { (void)owner; }
 };
 
 }  // namespace bizon

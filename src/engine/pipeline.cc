@@ -18,6 +18,7 @@
 #include "engine/consumer.h"
 #include "engine/frame_io.h"
 #include "engine/job.h"
+#include "engine/members.h"
 #include "engine/producer.h"
 #include "engine/queue/memory_queue.h"
 #include "engine/queue/queue_factory.h"
@@ -439,9 +440,32 @@ class StreamStopSignals {
   struct sigaction previous_int_ {};
 };
 
+/// Records the cursor of a durable write: with `ledger`, together with the partitions' new
+/// positions, and a write that another member's claim fenced is rolled back before failing.
+Status RecordStreamCursor(Backend& backend, MemberLedger* ledger, const DestinationCursor& cursor,
+                          const SourceIteration& iteration, const Value& recorded_state) {
+  if (ledger == nullptr) {
+    return backend.CreateDestinationCursor(cursor).WithFailureClass(FailureClass::kBackend);
+  }
+  Status recorded = ledger->Record(cursor, iteration);
+  if (recorded.code() != StatusCode::kAborted) {
+    return recorded.WithFailureClass(FailureClass::kBackend);
+  }
+  // A rebalance gave a partition of this write to another member while it ran (this process was
+  // too slow for the group): its rows would be written twice. Undo the write, then stop.
+  Status undone = ledger->RollBackOwn(cursor.job_id, recorded_state);
+  return Status(StatusCode::kAborted,
+                fmt::format("{}; {}", recorded.message(),
+                            undone.ok() ? "the write was rolled back and the member stops"
+                                        : "rolling the write back failed too (it is rolled back "
+                                          "when this member restarts): " +
+                                              undone.message()),
+                FailureClass::kSource);
+}
+
 ReturnStatus RunInline(Source& source, Destination& destination, Backend& backend,
                        const PipelineSettings& settings, const JobPlan& plan,
-                       TransformChain* transforms, Status& error) {
+                       TransformChain* transforms, MemberLedger* ledger, Status& error) {
   Status opened = destination.Open(plan.destination_state);
   if (!opened.ok()) {
     error = opened.WithFailureClass(FailureClass::kDestination);
@@ -456,6 +480,13 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   Value state = plan.destination_state;
   std::string label = settings.key.source_name + "." + settings.key.stream_name;
   StreamStopSignals stop_signals;
+  // The ledger lives only as long as this run; the source outlives it (its consumer, closed
+  // later, revokes the partitions once more).
+  struct OwnerScope {
+    Source& source;
+    ~OwnerScope() { source.SetPartitionOwner(nullptr); }
+  } owner_scope{source};
+  if (ledger != nullptr) source.SetPartitionOwner(ledger);
   // As in the producer, max_iterations caps this run (iterations 0..N), not the job.
   while (settings.max_iterations == 0 ||
          iteration - plan.start_iteration <= settings.max_iterations) {
@@ -477,6 +508,7 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
         return ReturnStatus::kTransformError;
       }
     }
+    Value recorded_state = state;
     if (!fetched->records.empty()) {
       tally.Add(fetched->records);
       auto wrote = destination.Write(fetched->records, NowMicros());
@@ -498,10 +530,11 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
             last ? std::nullopt : std::optional<std::string>(fetched->next_pagination.ToJson()),
         .destination_state =
             state.is_null() ? std::nullopt : std::optional<std::string>(state.ToJson())};
-    Status recorded = backend.CreateDestinationCursor(cursor);
-    if (!recorded.ok()) {
-      error = recorded.WithFailureClass(FailureClass::kBackend);
-      return ReturnStatus::kBackendError;
+    if (Status recorded = RecordStreamCursor(backend, ledger, cursor, *fetched, recorded_state);
+        !recorded.ok()) {
+      error = recorded;
+      return recorded.failure_class() == FailureClass::kSource ? ReturnStatus::kSourceError
+                                                                : ReturnStatus::kBackendError;
     }
     Status committed = source.Commit();
     if (!committed.ok()) {
@@ -533,6 +566,19 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
   }
   spdlog::info("Stream {}: wrote {} records this run", label, written);
   return ReturnStatus::kSuccess;
+}
+
+/// A member's new job starts where the stream's job of a run before members stopped, if one
+/// is still running: its last cursor's pagination.
+Status SeedFromPipelineJob(Backend& backend, const StreamKey& pipeline_key, JobPlan& plan) {
+  BIZON_ASSIGN_OR_RETURN(std::optional<StreamJob> earlier, backend.GetRunningStreamJob(pipeline_key));
+  if (!earlier) return Status::Ok();
+  BIZON_ASSIGN_OR_RETURN(std::optional<DestinationCursor> last,
+                         backend.GetLastDestinationCursor(earlier->id));
+  if (!last || !last->pagination) return Status::Ok();
+  BIZON_ASSIGN_OR_RETURN(plan.start_pagination, Value::FromJson(*last->pagination));
+  spdlog::info("Starting from the positions of job {}, which ran before members", earlier->id);
+  return Status::Ok();
 }
 
 /// The monitor the `monitoring` block (or the OTEL_* variables) asks for; none when it cannot
@@ -676,23 +722,24 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   if (options.role == RunRole::kProducer) {
     return RunProducerSide(parts, backend, settings, *broker, options.job_wait_s);
   }
-  // A file backend is shared by every run on this host: the lock makes them take turns. An
-  // in-memory one is private to this process and needs none.
-  std::optional<RunLock> lock;
-  if (std::optional<std::string> path = SqliteFilePath(settings.backend_config)) {
-    auto acquired = RunLock::Acquire(*path, settings.key);
-    if (!acquired) return EarlyFailure(FailureClass::kBackend, acquired.error());
-    lock.emplace(std::move(*acquired));
-  }
-  // A backend shared across hosts (PostgreSQL) has a lock of its own; the others do nothing here.
-  if (Status locked = backend.AcquireRunLock(settings.key); !locked.ok()) {
-    return EarlyFailure(FailureClass::kBackend, locked);
-  }
-  bool holds_run_lock = lock.has_value() || HasRunLock(settings.backend_config);
-
   auto source_or = MakeSource(parts);
   if (!source_or) return SourceBuildFailure(source_or.error());
   Source& source = **source_or;
+  // Several processes may read a partitioned stream together, each as a member with its own
+  // job (engine/members.h); other pipelines run one process at a time.
+  std::string member = source.MemberId();
+  bool as_member = runner == "stream" && settings.sync_mode == SyncMode::kStream &&
+                   !member.empty() && backend.HasPartitionLedger() &&
+                   parts.destination_descriptor->concurrent_members;
+  PipelineSettings run_settings = settings;
+  if (as_member) {
+    run_settings.key = MemberKey(settings.key, member);
+    spdlog::info("Running as member {} of pipeline '{}': other processes of it may share the "
+                 "stream's partitions",
+                 member, settings.key.name);
+  }
+  auto lock = AcquireRunLocks(settings.backend_config, backend, run_settings.key);
+  if (!lock) return EarlyFailure(FailureClass::kBackend, lock.error());
   if (Status connected = source.CheckConnection(); !connected.ok()) {
     return EarlyFailure(FailureClass::kSource,
                         connected.WithContext("error while connecting to source"));
@@ -701,9 +748,16 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   // With a network queue, an interrupted full refresh resumes: the queue still holds its
   // iterations and its producer may still be running.
   bool through_broker = broker.has_value() && runner != "stream";
-  auto plan_or = InitJob(backend, settings, source, holds_run_lock, through_broker);
+  auto plan_or = InitJob(backend, run_settings, source, lock->exclusive, through_broker);
   if (!plan_or) return EarlyFailure(FailureClass::kBackend, plan_or.error());
-  const JobPlan& plan = *plan_or;
+  JobPlan& plan = *plan_or;
+  if (as_member && !plan.resumed) {
+    // A member's first run: positions the ledger lacks come from the stream's job of a run
+    // before members (the ledger's own win at each claim).
+    if (Status seeded = SeedFromPipelineJob(backend, settings.key, plan); !seeded.ok()) {
+      return EarlyFailure(FailureClass::kBackend, seeded);
+    }
+  }
 
   SyncMetadata sync{.name = settings.key.name,
                     .job_id = plan.job.id,
@@ -734,9 +788,23 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   ScopedMonitor monitor(StartMonitor(config, settings));
 
   if (runner == "stream") {
+    std::optional<MemberLedger> ledger;
+    if (as_member) {
+      ledger.emplace(backend, settings, member,
+                     [&parts](const std::string& job_id, const Value& state) -> Status {
+                       // Opening a job's destination with its last recorded state discards what
+                       // it wrote after it, as a resume does.
+                       DestinationContext context = parts.destination_context;
+                       context.sync.job_id = job_id;
+                       BIZON_ASSIGN_OR_RETURN(std::unique_ptr<Destination> other,
+                                              parts.destination_descriptor->factory(context));
+                       return other->Open(state);
+                     });
+    }
     Status error;
     ReturnStatus status =
-        RunInline(source, destination, backend, settings, plan, transforms.get(), error);
+        RunInline(source, destination, backend, run_settings, plan, transforms.get(),
+                  ledger ? &*ledger : nullptr, error);
     if (status != ReturnStatus::kSuccess) monitor.get().PipelineStatus(ToString(status));
     outcome.stream = status;
     outcome.success = status == ReturnStatus::kSuccess;

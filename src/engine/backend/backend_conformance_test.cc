@@ -13,6 +13,7 @@
 #include <ostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bizon/backend.h"
 #include "bizon/clock.h"
@@ -382,6 +383,49 @@ TEST_P(BackendConformanceTest, KeysIsolateStreams) {
   ASSERT_OK(backend().UpdateStreamJobStatus(job.id, JobStatus::kSucceeded, std::nullopt));
   EXPECT_FALSE(ValueOrDie(backend().GetLastSuccessfulStreamJob(kOtherKey)).has_value());
   EXPECT_TRUE(ValueOrDie(backend().GetLastSuccessfulStreamJob(kKey)).has_value());
+}
+
+TEST_P(BackendConformanceTest, PartitionClaimsFenceThePreviousOwnersWrites) {
+  if (!backend().HasPartitionLedger()) {
+    GTEST_SKIP() << "this backend keeps no partition ledger (one member per pipeline)";
+  }
+  std::vector<PartitionClaim> first = ValueOrDie(backend().ClaimPartitions(kKey, "a", {"t/0", "t/1"}));
+  ASSERT_EQ(first.size(), 2u);
+  for (const PartitionClaim& claim : first) {
+    EXPECT_EQ(claim.epoch, 1);
+    EXPECT_EQ(claim.position, std::nullopt);
+    EXPECT_EQ(claim.previous_owner, "");
+  }
+  StreamJob job = NewJob(kKey, "stream");
+  ASSERT_OK(backend().CreateDestinationCursorAndAdvance(Cursor(job, 0, 0, 10, true), kKey, "a",
+                                                        {{"t/0", 10, 1}, {"t/1", 4, 1}}));
+
+  // b takes t/0: it resumes where a's last recorded write left it, and a can no longer record.
+  std::vector<PartitionClaim> taken = ValueOrDie(backend().ClaimPartitions(kKey, "b", {"t/0"}));
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].position, 10);
+  EXPECT_EQ(taken[0].epoch, 2);
+  EXPECT_EQ(taken[0].previous_owner, "a");
+  Status fenced = backend().CreateDestinationCursorAndAdvance(Cursor(job, 1, 1, 5, true), kKey, "a",
+                                                              {{"t/1", 6, 1}, {"t/0", 15, 1}});
+  EXPECT_EQ(fenced.code(), StatusCode::kAborted) << fenced.ToString();
+  EXPECT_NE(fenced.message().find("t/0"), std::string::npos) << fenced.message();
+  // All or nothing: neither the cursor nor a's still-held t/1 moved.
+  EXPECT_EQ(ValueOrDie(backend().GetLastDestinationCursor(job.id))->to_source_iteration, 0);
+  EXPECT_EQ(ValueOrDie(backend().ClaimPartitions(kKey, "a", {"t/1"}))[0].position, 4);
+
+  ASSERT_OK(backend().CreateDestinationCursorAndAdvance(Cursor(job, 2, 2, 5, true), kKey, "b",
+                                                        {{"t/0", 15, 2}}));
+  EXPECT_EQ(ValueOrDie(backend().GetLastDestinationCursor(job.id))->to_source_iteration, 2);
+  std::vector<PartitionClaim> back = ValueOrDie(backend().ClaimPartitions(kKey, "a", {"t/0"}));
+  EXPECT_EQ(back[0].position, 15);
+  EXPECT_EQ(back[0].epoch, 3);
+  EXPECT_EQ(back[0].previous_owner, "b");
+
+  // Another pipeline stream's ledger is its own.
+  std::vector<PartitionClaim> other = ValueOrDie(backend().ClaimPartitions(kOtherKey, "c", {"t/0"}));
+  EXPECT_EQ(other[0].position, std::nullopt);
+  EXPECT_EQ(other[0].epoch, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -116,7 +116,23 @@ constexpr std::string_view kMigration3[] = {
     "ALTER TABLE {s}.destination_cursors ALTER COLUMN error_message TYPE TEXT",
 };
 
-constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2, kMigration3};
+// Version 4: SqliteBackend's version 4, the partition ledger.
+constexpr std::string_view kMigration4[] = {
+    R"sql(CREATE TABLE IF NOT EXISTS {s}.partition_positions (
+      name TEXT NOT NULL,
+      source_name TEXT NOT NULL,
+      stream_name TEXT NOT NULL,
+      partition_id TEXT NOT NULL,
+      position BIGINT,
+      owner TEXT NOT NULL,
+      epoch BIGINT NOT NULL,
+      updated_at TIMESTAMP NOT NULL,
+      PRIMARY KEY (name, source_name, stream_name, partition_id)
+    ))sql",
+};
+
+constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2, kMigration3,
+                                                             kMigration4};
 
 // The tables the original reads and writes, in its search path.
 constexpr std::string_view kOriginalTables[] = {"stream_jobs", "source_cursors",
@@ -634,6 +650,69 @@ Result<std::optional<StreamReset>> PostgresBackend::QueryReset(std::string_view 
                            what, params));
   if (rows.rows() == 0) return std::nullopt;
   return ReadReset(rows, 0);
+}
+
+// -----------------------------------------------------------------------------------------------
+// Partition ledger.
+
+Result<std::vector<PartitionClaim>> PostgresBackend::ClaimPartitions(
+    const StreamKey& key, std::string_view owner, const std::vector<std::string>& partitions) {
+  BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
+  std::string now = SqlTime(NowMicros());
+  std::vector<PartitionClaim> claims;
+  for (const std::string& partition : partitions) {
+    // The row lock (FOR UPDATE, then the upsert's) makes concurrent claims take turns, each
+    // seeing the epoch the one before committed.
+    BIZON_ASSIGN_OR_RETURN(
+        PgResult previous,
+        connection_->Query(fmt::format("SELECT owner FROM {} {} AND partition_id = $4 FOR UPDATE",
+                                       Table("partition_positions"), kWhereKey),
+                           "read the partition ledger", key.name, key.source_name,
+                           key.stream_name, partition));
+    BIZON_ASSIGN_OR_RETURN(
+        PgResult claimed,
+        connection_->Query(
+            fmt::format("INSERT INTO {0} AS t (name, source_name, stream_name, partition_id,"
+                        " position, owner, epoch, updated_at)"
+                        " VALUES ($1, $2, $3, $4, NULL, $5, 1, $6)"
+                        " ON CONFLICT (name, source_name, stream_name, partition_id) DO UPDATE"
+                        " SET owner = excluded.owner, epoch = t.epoch + 1,"
+                        " updated_at = excluded.updated_at RETURNING position, epoch",
+                        Table("partition_positions")),
+            "claim a partition", key.name, key.source_name, key.stream_name, partition, owner,
+            now));
+    claims.push_back({.partition = partition,
+                      .position = claimed.OptionalInt64(0, 0),
+                      .epoch = claimed.Int64(0, 1),
+                      .previous_owner = previous.rows() > 0 ? std::string(previous.Text(0, 0))
+                                                            : std::string()});
+  }
+  BIZON_RETURN_IF_ERROR(transaction.Commit());
+  return claims;
+}
+
+Status PostgresBackend::CreateDestinationCursorAndAdvance(
+    const DestinationCursor& cursor, const StreamKey& key, std::string_view owner,
+    const std::vector<PartitionAdvance>& advances) {
+  BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
+  std::string now = SqlTime(NowMicros());
+  for (const PartitionAdvance& advance : advances) {
+    BIZON_ASSIGN_OR_RETURN(
+        PgResult moved,
+        connection_->Query(fmt::format("UPDATE {} SET position = $7, updated_at = $8 {}"
+                                       " AND partition_id = $4 AND owner = $5 AND epoch = $6",
+                                       Table("partition_positions"), kWhereKey),
+                           "advance a partition", key.name, key.source_name, key.stream_name,
+                           advance.partition, owner, advance.epoch, advance.position, now));
+    if (moved.AffectedRows() == 0) {
+      return BackendError(StatusCode::kAborted,
+                          fmt::format("partition {} was claimed by another member after epoch {}; "
+                                      "this member's write is not recorded",
+                                      advance.partition, advance.epoch));
+    }
+  }
+  BIZON_RETURN_IF_ERROR(CreateDestinationCursor(cursor));
+  return transaction.Commit();
 }
 
 Result<StreamReset> PostgresBackend::CreateStreamReset(const StreamKey& key) {

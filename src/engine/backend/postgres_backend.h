@@ -87,6 +87,14 @@ class PostgresBackend final : public Backend {
       std::string_view job_id) override;
   Result<int64_t> GetWrittenRowCount(std::string_view job_id) override;
 
+  bool HasPartitionLedger() const override { return true; }
+  Result<std::vector<PartitionClaim>> ClaimPartitions(
+      const StreamKey& key, std::string_view owner,
+      const std::vector<std::string>& partitions) override;
+  Status CreateDestinationCursorAndAdvance(const DestinationCursor& cursor, const StreamKey& key,
+                                           std::string_view owner,
+                                           const std::vector<PartitionAdvance>& advances) override;
+
   Result<StreamReset> CreateStreamReset(const StreamKey& key) override;
   Result<std::optional<StreamReset>> GetPendingStreamReset(const StreamKey& key) override;
   Result<std::optional<StreamReset>> GetStreamResetByJobId(std::string_view job_id) override;

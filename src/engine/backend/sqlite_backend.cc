@@ -115,7 +115,24 @@ constexpr std::string_view kMigration3[] = {
     " WHERE job_id IN (SELECT id FROM stream_jobs WHERE owner IS NOT NULL)",
 };
 
-constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2, kMigration3};
+// Version 4: the partition ledger (Backend::ClaimPartitions), ours only: the original has no
+// notion of several processes sharing a stream.
+constexpr std::string_view kMigration4[] = {
+    R"sql(CREATE TABLE IF NOT EXISTS partition_positions (
+      name TEXT NOT NULL,
+      source_name TEXT NOT NULL,
+      stream_name TEXT NOT NULL,
+      partition_id TEXT NOT NULL,
+      position INTEGER,
+      owner TEXT NOT NULL,
+      epoch INTEGER NOT NULL,
+      updated_at TEXT NOT NULL,
+      PRIMARY KEY (name, source_name, stream_name, partition_id)
+    ))sql",
+};
+
+constexpr std::span<const std::string_view> kMigrations[] = {kMigration1, kMigration2, kMigration3,
+                                                             kMigration4};
 
 // A single row (id = 1) holding the version the schema was migrated to.
 constexpr std::string_view kCreateVersionTable =
@@ -690,6 +707,75 @@ Status SqliteBackend::CreateDestinationCursor(const DestinationCursor& cursor) {
              cursor.destination_name, cursor.from_source_iteration, cursor.to_source_iteration,
              cursor.rows_written, int64_t{cursor.success ? 1 : 0}, cursor.error_message, now, now,
              pagination, cursor.destination_state, int64_t{pagination.has_value() ? 0 : 1});
+}
+
+// -----------------------------------------------------------------------------------------------
+// Partition ledger.
+
+Result<std::vector<PartitionClaim>> SqliteBackend::ClaimPartitions(
+    const StreamKey& key, std::string_view owner, const std::vector<std::string>& partitions) {
+  BIZON_RETURN_IF_ERROR(Execute(db_, "BEGIN IMMEDIATE", "begin the partition claim"));
+  RollbackGuard rollback(db_);
+  std::string now = FormatSqlTimestamp(NowMicros());
+  std::vector<PartitionClaim> claims;
+  for (const std::string& partition : partitions) {
+    BIZON_ASSIGN_OR_RETURN(
+        Statement select,
+        Statement::Prepare(db_,
+                           fmt::format("SELECT position, owner, epoch FROM partition_positions {}"
+                                       " AND partition_id = ?",
+                                       kWhereKey),
+                           "read the partition ledger"));
+    BIZON_RETURN_IF_ERROR(select.Bind(key.name, key.source_name, key.stream_name, partition));
+    BIZON_ASSIGN_OR_RETURN(bool found, select.Step());
+    PartitionClaim claim{.partition = partition, .epoch = 1};
+    if (found) {
+      claim.position = select.OptionalInt64(0);
+      claim.previous_owner = select.Text(1);
+      claim.epoch = select.Int64(2) + 1;
+    }
+    BIZON_RETURN_IF_ERROR(Run(db_,
+                              "INSERT INTO partition_positions (name, source_name, stream_name,"
+                              " partition_id, position, owner, epoch, updated_at)"
+                              " VALUES (?, ?, ?, ?, NULL, ?, ?, ?)"
+                              " ON CONFLICT (name, source_name, stream_name, partition_id) DO UPDATE"
+                              " SET owner = excluded.owner, epoch = excluded.epoch,"
+                              " updated_at = excluded.updated_at",
+                              "claim a partition", key.name, key.source_name, key.stream_name,
+                              partition, owner, claim.epoch, now));
+    claims.push_back(std::move(claim));
+  }
+  BIZON_RETURN_IF_ERROR(Execute(db_, "COMMIT", "commit the partition claim"));
+  rollback.Release();
+  return claims;
+}
+
+Status SqliteBackend::CreateDestinationCursorAndAdvance(
+    const DestinationCursor& cursor, const StreamKey& key, std::string_view owner,
+    const std::vector<PartitionAdvance>& advances) {
+  BIZON_RETURN_IF_ERROR(Execute(db_, "BEGIN IMMEDIATE", "begin the fenced cursor"));
+  RollbackGuard rollback(db_);
+  std::string now = FormatSqlTimestamp(NowMicros());
+  for (const PartitionAdvance& advance : advances) {
+    BIZON_RETURN_IF_ERROR(Run(db_,
+                              fmt::format("UPDATE partition_positions SET position = ?,"
+                                          " updated_at = ? {} AND partition_id = ? AND owner = ?"
+                                          " AND epoch = ?",
+                                          kWhereKey),
+                              "advance a partition", advance.position, now, key.name,
+                              key.source_name, key.stream_name, advance.partition, owner,
+                              advance.epoch));
+    if (sqlite3_changes(db_) == 0) {
+      return BackendError(StatusCode::kAborted,
+                          fmt::format("partition {} was claimed by another member after epoch {}; "
+                                      "this member's write is not recorded",
+                                      advance.partition, advance.epoch));
+    }
+  }
+  BIZON_RETURN_IF_ERROR(CreateDestinationCursor(cursor));
+  BIZON_RETURN_IF_ERROR(Execute(db_, "COMMIT", "commit the fenced cursor"));
+  rollback.Release();
+  return Status::Ok();
 }
 
 Result<std::optional<DestinationCursor>> SqliteBackend::GetLastDestinationCursor(

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bizon/backend.h"
 #include "bizon/status.h"
@@ -77,6 +78,14 @@ class SqliteBackend final : public Backend {
       std::string_view job_id) override;
   /// 0 when the job has no successful cursor.
   Result<int64_t> GetWrittenRowCount(std::string_view job_id) override;
+
+  bool HasPartitionLedger() const override { return true; }
+  Result<std::vector<PartitionClaim>> ClaimPartitions(
+      const StreamKey& key, std::string_view owner,
+      const std::vector<std::string>& partitions) override;
+  Status CreateDestinationCursorAndAdvance(const DestinationCursor& cursor, const StreamKey& key,
+                                           std::string_view owner,
+                                           const std::vector<PartitionAdvance>& advances) override;
 
   Result<StreamReset> CreateStreamReset(const StreamKey& key) override;
   /// The pending reset with the newest requested_at.

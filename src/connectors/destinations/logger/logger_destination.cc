@@ -61,6 +61,7 @@ Status RegisterLoggerDestination(ConnectorRegistry& registry) {
                              .description = "Placeholder kept for compatibility.",
                              .default_value = Value("bizon")}},
                  .unknown_keys = UnknownKeys::kError},
+      .concurrent_members = true,
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         return std::make_unique<LoggerDestination>(context);
       },

@@ -932,6 +932,8 @@ Status RegisterPostgresDestination(ConnectorRegistry& registry) {
       .description = "PostgreSQL tables, loaded with COPY; exactly-once on resume.",
       .alias = "postgres",
       .config = PostgresDestinationSpec(),
+      // Each member's loads are logged under its own job, and Open() rolls back exactly those.
+      .concurrent_members = true,
       .check_destination_id = CheckPostgresTableName,
       .destination_id_keys = {"table"},
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {

@@ -147,6 +147,10 @@ bool IsInstanceIdChar(char c) {
          c == '-';
 }
 
+std::string PartitionName(std::string_view topic, int32_t partition) {
+  return fmt::format("{}/{}", topic, partition);
+}
+
 }  // namespace
 
 std::string HostName() {
@@ -577,10 +581,29 @@ Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& r
 void KafkaSource::Rebalance(int error, rd_kafka_topic_partition_list_t* partitions) {
   bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(consumer_), "COOPERATIVE") == 0;
   if (error == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    std::vector<std::optional<int64_t>> claimed;
+    if (owner_ != nullptr) {
+      // Shared by several members: the ledger says where the partitions stand, and from now on
+      // fences the writes of whoever held them before.
+      std::vector<std::string> names;
+      for (int i = 0; i < partitions->cnt; ++i) {
+        names.push_back(PartitionName(partitions->elems[i].topic, partitions->elems[i].partition));
+      }
+      auto positions = owner_->Claimed(names);
+      if (!positions) {
+        // Not assigned: the Get in progress fails and the run ends, leaving the group.
+        claim_error_ = positions.error();
+        return;
+      }
+      claimed = std::move(*positions);
+    }
     std::string shown;
     for (int i = 0; i < partitions->cnt; ++i) {
       rd_kafka_topic_partition_t& partition = partitions->elems[i];
       TopicPartition key{partition.topic, partition.partition};
+      if (i < static_cast<int>(claimed.size()) && claimed[static_cast<size_t>(i)]) {
+        positions_[key] = *claimed[static_cast<size_t>(i)];
+      }
       // The backend's record of progress wins over the group's committed offsets.
       if (auto known = positions_.find(key); known != positions_.end()) {
         partition.offset = known->second;
@@ -604,11 +627,19 @@ void KafkaSource::Rebalance(int error, rd_kafka_topic_partition_list_t* partitio
     }
     return;
   }
+  std::vector<std::string> names;
   for (int i = 0; i < partitions->cnt; ++i) {
     TopicPartition key{partitions->elems[i].topic, partitions->elems[i].partition};
     assigned_.erase(key);
     at_end_.erase(key);
+    if (owner_ != nullptr) {
+      // Its next owner starts from the ledger; what this Get read of it is dropped.
+      positions_.erase(key);
+      revoked_in_get_.insert(key);
+      names.push_back(PartitionName(key.first, key.second));
+    }
   }
+  if (owner_ != nullptr) owner_->Revoked(names);
   spdlog::info("Kafka partitions revoked: {} ({})", partitions->cnt,
                rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(error)));
   if (cooperative) {
@@ -654,9 +685,20 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   SourceIteration iteration;
   auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
   int64_t consumed = 0;
+  // With a partition owner: the partition of each record in the iteration, so that records of
+  // a partition revoked during this Get can be dropped before it returns.
+  std::vector<TopicPartition> record_partitions;
+  revoked_in_get_.clear();
   while (consumed < options_.batch_size) {
     MessagePtr message = PollUntil(consumer_, deadline);
     last_poll_ = Clock::now();
+    if (!claim_error_.ok()) {
+      return Fail(std::exchange(claim_error_, Status::Ok())
+                      .WithContext("cannot claim the assigned Kafka partitions"));
+    }
+    // Dropped at once: a partition revoked and assigned again within one poll (an eager
+    // rebalance) keeps what is read of it from here on, at the position the ledger gave it.
+    if (!revoked_in_get_.empty()) DropRevoked(iteration.records, record_partitions);
     if (message == nullptr) break;
     if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       at_end_.insert({rd_kafka_topic_name(message->rkt), message->partition});
@@ -669,12 +711,21 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
       continue;
     }
     TopicPartition key{rd_kafka_topic_name(message->rkt), message->partition};
+    if (owner_ != nullptr && !assigned_.contains(key)) continue;  // Fetched before a revocation.
     BIZON_RETURN_IF_ERROR(AddMessage(*message, iteration.records));
+    if (owner_ != nullptr) record_partitions.resize(iteration.records.size(), key);
     positions_[key] = message->offset + 1;
     at_end_.erase(key);
     ++consumed;
   }
   BIZON_RETURN_IF_ERROR(CheckFatalError());
+  if (owner_ != nullptr) {
+    for (const auto& [key, next] : positions_) {
+      if (assigned_.contains(key)) {
+        iteration.partition_positions.emplace_back(PartitionName(key.first, key.second), next);
+      }
+    }
+  }
 
   // Every configured topic is a key, so the pagination is never empty: a stream does not end.
   Value::Map by_topic;
@@ -693,6 +744,39 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   }
   iteration.next_pagination = Value(std::move(by_topic));
   return iteration;
+}
+
+void KafkaSource::DropRevoked(RecordBatch& records, std::vector<TopicPartition>& record_partitions) {
+  RecordBatch kept;
+  std::vector<TopicPartition> kept_partitions;
+  size_t begin = 0;
+  for (size_t i = 0; i <= records.size(); ++i) {
+    bool drop = i < records.size() && revoked_in_get_.contains(record_partitions[i]);
+    if (i == records.size() || drop) {
+      if (i > begin) {
+        kept.AppendRange(records, begin, i);
+        kept_partitions.insert(kept_partitions.end(), record_partitions.begin() + begin,
+                               record_partitions.begin() + i);
+      }
+      begin = i + 1;
+    }
+  }
+  if (kept.size() < records.size()) {
+    spdlog::info("Kafka: {} records of revoked partitions dropped from the batch in hand; the "
+                 "partitions' next owner reads them",
+                 records.size() - kept.size());
+  }
+  records = std::move(kept);
+  record_partitions = std::move(kept_partitions);
+  revoked_in_get_.clear();
+}
+
+std::string KafkaSource::MemberId() const {
+  if (options_.sync_mode != SyncMode::kStream) return "";
+  std::string id = InstanceId();
+  if (id != kNoInstanceId) return id;
+  // Static membership off: a restarted process is a new member, named by host and process.
+  return fmt::format("{}.{}", HostName(), ::getpid());
 }
 
 bool KafkaSource::LostStaticMembership() const {

@@ -95,6 +95,9 @@ class KafkaSource final : public Source {
   std::optional<int64_t> TotalRecordsCount() override;
   Result<SourceIteration> Get(const Value& pagination) override;
   Status Commit() override;
+  /// The static member id (group.instance.id) in stream mode, else "" (read whole).
+  std::string MemberId() const override;
+  void SetPartitionOwner(PartitionOwner* owner) override { owner_ = owner; }
 
   /// Called by librdkafka's callbacks, inside Get()'s polls.
   void Rebalance(int error, rd_kafka_topic_partition_list_s* partitions);
@@ -128,6 +131,9 @@ class KafkaSource final : public Source {
   Result<std::map<std::string, int>> FetchPartitionCounts();
 
   Result<SourceIteration> GetStream(const Value& pagination);
+  /// Removes from `records` those of the partitions revoked since the last call
+  /// (`record_partitions[i]` is record i's partition, kept in step).
+  void DropRevoked(RecordBatch& records, std::vector<TopicPartition>& record_partitions);
   Result<SourceIteration> GetBounded(const Value& pagination);
   Status StartBounded(const Value& pagination);
   /// Turns one message into a record (or skips it, per the skip flags).
@@ -152,6 +158,11 @@ class KafkaSource final : public Source {
   bool started_ = false;
   /// Next offset of every partition read so far (and of those the resume pagination named).
   std::map<TopicPartition, int64_t> positions_;
+  /// The engine's partition ledger when several members share the topics (null otherwise).
+  PartitionOwner* owner_ = nullptr;
+  /// Set by Rebalance within a Get: a claim the ledger refused, and the partitions revoked.
+  Status claim_error_;
+  std::set<TopicPartition> revoked_in_get_;
   /// What the last Commit() sent, to skip commits that would change nothing.
   std::map<TopicPartition, int64_t> committed_;
   std::set<TopicPartition> assigned_;
