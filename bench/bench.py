@@ -19,7 +19,8 @@ process forked from the harness itself would inherit the harness's resident set 
                  the run's own CPU), to tell a quiet machine from a shared one
 
 A run counts only if it exits 0 and out.json holds exactly N lines with N distinct expected
-source_record_ids, and the first and last payloads look right; otherwise the case fails.
+source_record_ids, and the first and last payloads look right (a case writing into a server checks
+its table instead: N rows, ids 0..N-1); otherwise the case fails.
 
 Each case first probes what OUR binary can do (a tiny run, or `bizon source list`) and reports
 "pending: <why>" instead of failing when a feature has not landed.
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -62,9 +64,15 @@ BASE_N = 120_000
 # The memory case's first N at --scale 1; it then runs 10x and 100x that.
 MEMORY_BASE_N = 10_000
 KAFKA_N = 1_000_000
+POSTGRES_N = 300_000
+# The members case: N messages in a topic of MEMBERS_PARTITIONS partitions, read by 1, then 2
+# processes of one stream pipeline.
+MEMBERS_N = 300_000
+MEMBERS_PARTITIONS = 6
 PROBE_N = 100
 
-ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "memory", "bigquery"]
+ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "postgres", "members",
+             "memory", "bigquery"]
 
 TRANSFORM_PYTHON = """\
 data["name"] = data["name"].upper()
@@ -82,7 +90,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 class Invocation:
     """One side of a pairing: how to run it and what its output must hold."""
 
-    impl: str  # "ours", "original" or "limit" (a tool doing the bare job, e.g. kcat)
+    impl: str  # "ours", "original" or "limit" (a tool doing the bare job: kcat, psql \copy)
     # "{config}" stands for the run's config.yml; a callable is called when the run starts.
     argv: list[str] | Callable[[], list[str]]
     render: Callable[[int], str]  # n -> YAML text (rendered when the run starts)
@@ -98,6 +106,17 @@ class Invocation:
     # Wraps the run; the dict it yields is filled at its exit and merged into the measurements
     # (the bigquery case: the emulators' own CPU time during the run).
     around: Optional[Callable[[], contextlib.AbstractContextManager]] = None
+    # The key of its measurements in a pair, where a case runs several sides of one impl (the
+    # members case: ours_x1, ours_x2); by default the impl.
+    side: str = ""
+    # A stream pipeline, which does not end by itself: run as that many processes, members of one
+    # consumer group (run_members), until `loaded` (the rows in the destination) reaches n.
+    members: int = 0
+    loaded: Optional[Callable[[], int]] = None
+
+    @property
+    def key(self) -> str:
+        return self.side or self.impl
 
 
 class RunFailed(Exception):
@@ -196,13 +215,45 @@ def ensure_spawn() -> None:
     subprocess.run([compiler, "-O2", "-Wall", "-o", str(SPAWN), str(SPAWN_SOURCE)], check=True)
 
 
-def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> dict:
-    """Runs one invocation in `directory` and returns its measurements; raises RunFailed."""
+def prepare_run(inv: Invocation, directory: Path) -> list[str]:
+    """Makes `directory` afresh with the run's config.yml; returns the run's argv."""
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     (directory / "config.yml").write_text(inv.render(inv.n))
-    argv = [a.replace("{config}", str(directory / "config.yml"))
+    return [a.replace("{config}", str(directory / "config.yml"))
             for a in (inv.argv() if callable(inv.argv) else inv.argv)]
+
+
+def read_usage(usage_file: Path) -> tuple[float, float, float, float]:
+    """spawn's line: wall s, user CPU s, system CPU s, peak RSS MiB."""
+    wall, user, system, maxrss_kib, _status = usage_file.read_text().split()
+    return float(wall), float(user), float(system), int(maxrss_kib) / 1024
+
+
+def measurements(n: int, wall: float, user: float, system: float, rss_mib: float, busy: float,
+                 harness_wall: float, load_start: float) -> dict:
+    """The figures of a run that loaded n records; `busy` is the machine's busy CPU time meanwhile
+    (busy_seconds), the run's own included."""
+    cpu = user + system
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "user_s": user,
+        "sys_s": system,
+        "rss_mib": rss_mib,
+        "records": n,
+        "records_per_s": n / wall,
+        "cpu_s_per_m": cpu / n * 1e6,
+        "background_cores": max(0.0, busy - cpu) / harness_wall,
+        "loadavg_1m_at_start": load_start,
+    }
+
+
+def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> dict:
+    """Runs one invocation in `directory` and returns its measurements; raises RunFailed."""
+    if inv.members:
+        return run_members(inv, directory, timeout_s, keep)
+    argv = prepare_run(inv, directory)
     usage_file = directory / "usage.txt"
     log = open(directory / "log.txt", "wb")
     first_record: list[float] = []
@@ -248,9 +299,7 @@ def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> 
         reason = ("killed after the timeout" if harness_wall >= timeout_s
                   else f"exit {process.returncode}")
         raise RunFailed(f"{inv.impl}: {reason}: {last_error(directory / 'log.txt')}")
-    wall, user, system, maxrss_kib, _status = usage_file.read_text().split()
-    wall, user, system = float(wall), float(user), float(system)
-    cpu = user + system
+    wall, user, system, rss_mib = read_usage(usage_file)
     error = (inv.verify or verify_output)(directory, inv)
     if error:
         raise RunFailed(f"{inv.impl}: wrong output: {error}")
@@ -258,27 +307,100 @@ def run_once(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> 
         first_record.append(wall)  # Written and renamed between two polls: bounded by the wall time.
     if not keep:
         shutil.rmtree(directory, ignore_errors=True)
-    return {
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "user_s": user,
-        "sys_s": system,
-        "rss_mib": int(maxrss_kib) / 1024,
-        "first_record_s": first_record[0] if first_record else None,
-        "records": inv.n,
-        "records_per_s": inv.n / wall,
-        "cpu_s_per_m": cpu / inv.n * 1e6,
-        "background_cores": max(0.0, busy - cpu) / harness_wall,
-        "loadavg_1m_at_start": load_start,
-        **extra,
-    }
+    return {**measurements(inv.n, wall, user, system, rss_mib, busy, harness_wall, load_start),
+            "first_record_s": first_record[0] if first_record else None, **extra}
+
+
+def spawned_child(pid: int) -> Optional[int]:
+    """The program that bench/spawn.c (`pid`) forked, or None while there is none."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    return None
+
+
+def stop_spawned(processes: list[subprocess.Popen], timeout_s: float = 90) -> None:
+    """SIGTERM to the program each spawn runs (spawn then writes its usage and exits with the
+    program's code), then waits; SIGKILL to the group of any that is still there after timeout_s."""
+    for process in processes:
+        child = spawned_child(process.pid)
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# How often run_members counts the rows in the destination.
+MEMBERS_POLL_S = 0.5
+
+
+def run_members(inv: Invocation, directory: Path, timeout_s: float, keep: bool) -> dict:
+    """Runs inv.members processes of one stream pipeline (the same config.yml, BIZON_MEMBER=1, 2,
+    ...), each through spawn, counts the destination's rows (inv.loaded) every MEMBERS_POLL_S
+    until they reach N, then stops every process with SIGTERM and waits for it to exit 0.
+
+    wall_s is from the first start to the count that saw N rows; CPU is summed over the
+    processes and the peak RSS is the largest one's (each process's own figures are under
+    "processes")."""
+    argv = prepare_run(inv, directory)
+    logs = [directory / f"log-{member}.txt" for member in range(1, inv.members + 1)]
+    usages = [directory / f"usage-{member}.txt" for member in range(1, inv.members + 1)]
+    processes: list[subprocess.Popen] = []
+    load_start = os.getloadavg()[0]
+    busy_start = busy_seconds()
+    start = time.monotonic()
+    try:
+        for member, (log, usage) in enumerate(zip(logs, usages), 1):
+            with open(log, "wb") as sink:
+                processes.append(subprocess.Popen(
+                    [str(SPAWN), str(usage), *argv], cwd=directory, stdout=sink,
+                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                    env={**os.environ, "BIZON_MEMBER": str(member)}))
+        while (loaded := inv.loaded()) < inv.n:
+            for log, process in zip(logs, processes):
+                if process.poll() is not None:
+                    raise RunFailed(f"{inv.impl}: {log.stem} ended (exit {process.returncode}) "
+                                    f"at {loaded:,} of {inv.n:,} rows: {last_error(log)}")
+            if time.monotonic() - start >= timeout_s:
+                raise RunFailed(f"{inv.impl}: {loaded:,} of {inv.n:,} rows after the timeout")
+            time.sleep(MEMBERS_POLL_S)
+        wall = time.monotonic() - start
+    finally:
+        stop_spawned(processes)
+    harness_wall = time.monotonic() - start
+    busy = busy_seconds() - busy_start
+    for log, usage, process in zip(logs, usages, processes):
+        if process.returncode != 0 or not usage.exists():
+            raise RunFailed(f"{inv.impl}: {log.stem}: exit {process.returncode} after SIGTERM: "
+                            f"{last_error(log)}")
+    each = [read_usage(usage) for usage in usages]
+    error = inv.verify(directory, inv) if inv.verify else "no check of the destination"
+    if error:
+        raise RunFailed(f"{inv.impl}: wrong output: {error}")
+    if not keep:
+        shutil.rmtree(directory, ignore_errors=True)
+    result = measurements(inv.n, wall, sum(u[1] for u in each), sum(u[2] for u in each),
+                          max(u[3] for u in each), busy, harness_wall, load_start)
+    return {**result, "first_record_s": None, "members": inv.members,
+            "records_per_s_member": result["records_per_s"] / inv.members,
+            "processes": [{"wall_s": w, "cpu_s": u + s, "rss_mib": r} for w, u, s, r in each]}
 
 
 # --------------------------------------------------------------------------------------------
 # Configs
 
 
-def generator_yaml(source_name: str, n: int, extra: str = "") -> str:
+FILE_DESTINATION = "  name: file\n  config:\n    destination_id: out\n"
+
+
+def generator_yaml(source_name: str, n: int, extra: str = "",
+                   destination: str = FILE_DESTINATION) -> str:
+    """`destination` is the YAML block under `destination:`, indented by two spaces."""
     return f"""\
 name: bench-{source_name}
 source:
@@ -288,15 +410,43 @@ source:
   page_size: {PAGE_SIZE}
   payload_bytes: {PAYLOAD_BYTES}
 destination:
-  name: file
-  config:
-    destination_id: out
-{extra}"""
+{destination}{extra}"""
 
 
 def transforms_yaml() -> str:
     body = "".join(f"      {line}\n" for line in TRANSFORM_PYTHON.splitlines())
     return f"transforms:\n  - label: bench\n    python: |\n{body}"
+
+
+def kafka_source_yaml(broker: str, topic: str, group: str, sync_mode: str = "full_refresh",
+                      destination_id: str = "out", extra: str = "",
+                      consumer_config: str = "") -> str:
+    """The `source:` block of our kafka source reading `topic` (the bench's records, plaintext);
+    `extra` adds settings to it, `consumer_config` to its consumer_config (lines indented as they
+    go)."""
+    return f"""\
+source:
+  name: kafka
+  stream: topic
+  sync_mode: {sync_mode}
+  topics:
+    - name: {topic}
+      destination_id: {destination_id}
+  bootstrap_servers: {broker}
+  group_id: {group}
+  batch_size: {PAGE_SIZE}
+  consumer_timeout: 2
+  message_encoding: utf-8
+{extra}  authentication:
+    type: basic
+    params:
+      username: unused
+      password: unused
+  consumer_config:
+    auto.offset.reset: earliest
+    enable.auto.commit: false
+    security.protocol: PLAINTEXT
+{consumer_config}"""
 
 
 def check_generator(first: dict, last: dict, n: int, transformed: bool = False) -> Optional[str]:
@@ -331,12 +481,15 @@ def generator_invocation(impl: str, binary: str, source_name: str, n: int, custo
 class Tier:
     n: int
     ours: Invocation
-    original: Invocation
-    # The bare job done by a reference tool on the same input (kcat for kafka): the floor.
+    original: Optional[Invocation]  # None where the original cannot do the job (postgres)
+    # The bare job done by a reference tool on the same input (kcat for kafka, psql \copy for
+    # postgres): the floor.
     limit: Optional[Invocation] = None
+    # Further sides, each with its own Invocation.side (the members case: ours as 2 members).
+    others: tuple[Invocation, ...] = ()
 
     def sides(self, wanted: list[str]) -> list[Invocation]:
-        return [inv for inv in (self.ours, self.original, self.limit)
+        return [inv for inv in (self.ours, self.original, self.limit, *self.others)
                 if inv is not None and inv.impl in wanted]
 
 
@@ -350,6 +503,8 @@ class Plan:
     warmup: Optional[Callable[[], contextlib.AbstractContextManager]] = None
     # How the tables name the tiers' limit side (the reference tool), when they have one.
     limit_name: str = "limit"
+    # The ratio rows, as RATIOS (None: RATIOS, ours over each other side).
+    ratios: Optional[tuple[tuple[str, str, str], ...]] = None
 
 
 @dataclass
@@ -511,51 +666,32 @@ destination:
                     same_yaml=False, tiers=[tier(n)], setup=lambda: server(n),
                     warmup=lambda: server(PROBE_N))
 
-    def plan_kafka(self) -> Plan | Pending:
-        broker = os.environ.get("BIZON_BENCH_KAFKA")
+    def kafka_pending(self) -> Optional[str]:
+        """Why the cases reading kafka cannot run (our source, the broker, the producer's
+        library), or None."""
         reasons = [why] if (why := self.probe_source_built("kafka")) else []
-        if not broker:
+        if not os.environ.get("BIZON_BENCH_KAFKA"):
             reasons.append("needs a broker: set BIZON_BENCH_KAFKA=host:port (bench/run.sh then "
                            "installs bizon[kafka] and loads the topic)")
         if reasons:
-            return Pending("; ".join(reasons))
+            return "; ".join(reasons)
         try:
             import confluent_kafka  # noqa: F401  (installed by bizon[kafka])
         except ImportError:
-            return Pending("confluent-kafka is missing from bench/.venv: re-run bench/run.sh with "
-                           "BIZON_BENCH_KAFKA set so it installs bizon[kafka]")
+            return ("confluent-kafka is missing from bench/.venv: re-run bench/run.sh with "
+                    "BIZON_BENCH_KAFKA set so it installs bizon[kafka]")
+        return None
+
+    def plan_kafka(self) -> Plan | Pending:
+        if why := self.kafka_pending():
+            return Pending(why)
+        broker = os.environ["BIZON_BENCH_KAFKA"]
         n = max(PROBE_N, int(KAFKA_N * self.args.scale))
         holder: dict[str, str] = {}
 
         def yaml(_: int) -> str:
-            return f"""\
-name: bench-kafka
-source:
-  name: kafka
-  stream: topic
-  sync_mode: full_refresh
-  topics:
-    - name: {holder['topic']}
-      destination_id: out
-  bootstrap_servers: {broker}
-  group_id: bizon-bench
-  batch_size: {PAGE_SIZE}
-  consumer_timeout: 2
-  message_encoding: utf-8
-  authentication:
-    type: basic
-    params:
-      username: unused
-      password: unused
-  consumer_config:
-    auto.offset.reset: earliest
-    enable.auto.commit: false
-    security.protocol: PLAINTEXT
-destination:
-  name: file
-  config:
-    destination_id: out
-"""
+            source = kafka_source_yaml(broker, holder["topic"], "bizon-bench")
+            return f"name: bench-kafka\n{source}destination:\n{FILE_DESTINATION}"
 
         def check(first: dict, last: dict, count: int) -> Optional[str]:
             for i, payload in ((0, first), (count - 1, last)):
@@ -602,6 +738,134 @@ destination:
                     same_yaml=True, tiers=[tier(n)], setup=lambda: topic(n),
                     warmup=lambda: topic(PROBE_N), limit_name="kcat")
 
+    def plan_postgres(self) -> Plan | Pending:
+        server = PostgresServer.from_env()
+        if isinstance(server, str):
+            return Pending(server)
+        # A table per side, dropped after each run's check (the schema at the end).
+        schema = f"bizon_bench_{os.getpid()}"
+        tables = {"ours": "bench_ours", "limit": "bench_copy"}
+        limit = f'"{schema}"."{tables["limit"]}"'
+        holder: dict[str, Path] = {}
+
+        def ours_yaml(count: int) -> str:
+            return generator_yaml("generator", count,
+                                  destination=server.destination_yaml(schema, tables["ours"]))
+
+        def limit_table(_: int) -> str:
+            # The empty table, made before the run so that only the COPY is timed.
+            columns = ", ".join(f"{column} {kind}" for column, kind in POSTGRES_COLUMNS)
+            server.psql(f"DROP TABLE IF EXISTS {limit}; CREATE TABLE {limit} ({columns})")
+            return ""
+
+        def copy_argv() -> list[str]:
+            # The COPY floor: psql streaming the prepared rows file into the same table shape.
+            columns = ", ".join(column for column, _ in POSTGRES_COLUMNS)
+            return server.psql_argv(f"\\copy {limit} ({columns}) FROM '{holder['rows']}'")
+
+        def verify(impl: str) -> Callable[[Path, Invocation], Optional[str]]:
+            return lambda _, inv: server.check_table(schema, tables[impl], inv.n)
+
+        def tier(count: int) -> Tier:
+            return Tier(count,
+                        Invocation("ours", [self.ours, "run", "{config}"], ours_yaml, count,
+                                   check_generator, verify=verify("ours")),
+                        None,
+                        Invocation("limit", copy_argv, limit_table, count, check_generator,
+                                   verify=verify("limit")))
+
+        @contextlib.contextmanager
+        def prepared(count: int) -> Iterator[None]:
+            rows = self.work / f"postgres-rows-{count}.tsv"
+            rows.parent.mkdir(parents=True, exist_ok=True)
+            print(f"  postgres: writing {count:,} rows to {rows}", flush=True)
+            write_copy_rows(rows, count)
+            holder["rows"] = rows
+            server.psql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            try:
+                yield
+            finally:
+                with contextlib.suppress(RunFailed):
+                    server.psql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                rows.unlink(missing_ok=True)
+
+        n = max(PROBE_N, int(POSTGRES_N * self.args.scale))
+        return Plan(label=f"our generator source into our postgres destination (full refresh, "
+                          f"defaults) on {server.host}:{server.port}, {n:,} records; no original "
+                          "side, the original bizon has no postgres destination: the ratio row "
+                          "is ours/psql, against the limit: `psql -c \"\\copy ... FROM file\"` "
+                          "of the same rows (COPY text, prepared before the run) into an empty "
+                          "table of the same columns; each run's table is checked (columns, N "
+                          "rows, ids 0..N-1) and dropped",
+                    same_yaml=True, tiers=[tier(n)], setup=lambda: prepared(n),
+                    warmup=lambda: prepared(PROBE_N), limit_name="psql")
+
+    def plan_members(self) -> Plan | Pending:
+        server = PostgresServer.from_env()
+        reasons = [why for why in (self.kafka_pending(), server) if isinstance(why, str)]
+        if reasons:
+            return Pending("; ".join(reasons))
+        broker = os.environ["BIZON_BENCH_KAFKA"]
+        table = "events"
+        holder: dict = {"schemas": []}
+        runs = iter(range(1_000_000))
+        # A dead member's partitions move after its session: short, as in the members' tests.
+        group_settings = "    session.timeout.ms: 6000\n    heartbeat.interval.ms: 1000\n"
+
+        def yaml(side: str) -> Callable[[int], str]:
+            def render(_: int) -> str:
+                # A new consumer group and new schemas (destination, backend) per run, made before
+                # it starts: every run reads the whole topic.
+                run = f"{os.getpid()}_{next(runs)}"
+                holder[side] = schema = f"bizon_bench_{run}"
+                state = f"bizon_bench_state_{run}"
+                holder["schemas"] += [schema, state]
+                server.psql(f'CREATE SCHEMA "{schema}"; CREATE SCHEMA "{state}"')
+                source = kafka_source_yaml(broker, holder["topic"], f"bizon-bench-{run}",
+                                           sync_mode="stream", destination_id=table,
+                                           extra="  member: env://BIZON_MEMBER\n",
+                                           consumer_config=group_settings)
+                return (f"name: bench-members\n{source}"
+                        f"destination:\n{server.destination_yaml(schema, table)}"
+                        f"engine:\n  runner:\n    type: stream\n  backend:\n"
+                        f"{server.backend_yaml(state)}")
+            return render
+
+        def verify(side: str) -> Callable[[Path, Invocation], Optional[str]]:
+            # The stream table has the load column too; a message's id is its payload's.
+            return lambda _, inv: server.check_table(
+                holder[side], table, inv.n, (*POSTGRES_COLUMNS, ("_bizon_load_id", "bigint")),
+                data="(_source_data->'value')", record_id="(_source_data->'value'->>'id')")
+
+        def side(members: int) -> Invocation:
+            key = f"ours_x{members}"
+            return Invocation("ours", [self.ours, "run", "{config}"], yaml(key), n,
+                              check_generator, verify=verify(key), side=key, members=members,
+                              loaded=lambda: server.row_count(holder[key], table))
+
+        @contextlib.contextmanager
+        def topic(count: int) -> Iterator[None]:
+            holder["topic"] = kafka_setup(broker, count, MEMBERS_PARTITIONS)
+            try:
+                yield
+            finally:
+                if holder["schemas"]:
+                    with contextlib.suppress(RunFailed):
+                        server.psql("; ".join(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'
+                                              for schema in holder["schemas"]))
+                holder["schemas"].clear()
+
+        n = self.scaled(MEMBERS_N)
+        return Plan(label="one kafka `stream` pipeline (postgres backend and destination on "
+                          f"{server.host}:{server.port}, `source.member: env://BIZON_MEMBER`) "
+                          "run as 1 and as 2 processes of the same YAML, members of one consumer "
+                          f"group; {n:,} JSON records of ~300 B in a topic of {MEMBERS_PARTITIONS} "
+                          f"partitions on {broker}, loaded once; a new group and new schemas per "
+                          "run; each process is stopped by SIGTERM once the table holds N rows, "
+                          "which are then checked (N rows, N distinct message ids 0..N-1)",
+                    same_yaml=True, tiers=[Tier(n, side(1), None, others=(side(2),))],
+                    setup=lambda: topic(n), warmup=lambda: topic(PROBE_N), ratios=MEMBER_RATIOS)
+
     def plan_bigquery(self) -> Plan | Pending:
         missing = [name for name in BIGQUERY_ENV if not os.environ.get(name)]
         if missing:
@@ -617,13 +881,12 @@ destination:
             def render(count: int) -> str:
                 # A table per run, so that the check counts this run's rows and nothing else.
                 holder[impl] = f"{impl}_{count}_{os.getpid()}_{next(runs)}"
-                return generator_yaml("bench_python", count).replace(
-                    "  name: file\n  config:\n    destination_id: out\n",
+                return generator_yaml("bench_python", count, destination=(
                     "  name: bigquery\n  config:\n"
                     f"    project_id: {emulators.project}\n"
                     f"    dataset_id: {holder['dataset']}\n"
                     f"    gcs_buffer_bucket: {emulators.bucket}\n"
-                    f"    destination_id: {holder[impl]}\n")
+                    f"    destination_id: {holder[impl]}\n"))
             return render
 
         def verify(impl: str) -> Callable[[Path, Invocation], Optional[str]]:
@@ -663,6 +926,19 @@ destination:
                           "run, checked by a COUNT/COUNT DISTINCT query; the emulators' own CPU "
                           "time is in results.json (emulator_cpu_s)",
                     same_yaml=True, tiers=[tier(n)], setup=setup, warmup=setup)
+
+
+def table_counts_error(table: str, n: int, total: Optional[int], distinct: Optional[int],
+                       low: Optional[int], high: Optional[int], named: Optional[int],
+                       padding: Optional[int]) -> Optional[str]:
+    """What a query of a loaded table found (rows, distinct source_record_ids, their lowest and
+    highest, rows whose payload name is record-<id>, shortest payload padding) against N rows
+    with the ids exactly 0..N-1: an error, or None."""
+    if (total, distinct, low, high, named) != (n, n, 0, n - 1, n) or padding != PAYLOAD_BYTES:
+        return (f"{table}: {total} rows, {distinct} distinct ids in [{low}, {high}], "
+                f"{named} with the expected name, shortest padding {padding}; expected {n} "
+                f"rows, ids 0..{n - 1}, {PAYLOAD_BYTES}-byte padding")
+    return None
 
 
 BIGQUERY_ENV = ("BIGQUERY_EMULATOR_HOST", "STORAGE_EMULATOR_HOST", "BIZON_GCS_BUCKET",
@@ -729,12 +1005,10 @@ class BigQueryEmulators:
             f"FROM `{self.project}.{dataset}.{table}`")})
         if "error" in answer or not answer.get("rows"):
             return f"bigquery emulator: cannot count {dataset}.{table}: {str(answer)[:300]}"
-        total, distinct, low, high, named, padding = (
-            int(cell["v"]) if cell["v"] is not None else None for cell in answer["rows"][0]["f"])
-        if (total, distinct, low, high, named) != (n, n, 0, n - 1, n) or padding != PAYLOAD_BYTES:
-            return (f"{dataset}.{table}: {total} rows, {distinct} distinct ids in [{low}, {high}], "
-                    f"{named} with the expected name, shortest padding {padding}; expected {n} "
-                    f"rows, ids 0..{n - 1}, {PAYLOAD_BYTES}-byte padding")
+        error = table_counts_error(f"{dataset}.{table}", n, *(
+            int(cell["v"]) if cell["v"] is not None else None for cell in answer["rows"][0]["f"]))
+        if error:
+            return error
         self.call("DELETE", f"datasets/{dataset}/tables/{table}")  # Keeps the emulator small.
         return None
 
@@ -813,43 +1087,176 @@ def token_endpoint(key_file: Path) -> Iterator[Path]:
         server.server_close()
 
 
-def kafka_setup(broker: str, n: int) -> str:
-    """Creates (once) a one-partition topic holding n JSON records of ~300 B and returns its name.
+# The columns of our postgres destination's published table (raw records, no unnest), in its
+# order, with their types as format_type() spells them.
+POSTGRES_COLUMNS = (("_bizon_id", "text"), ("_bizon_extracted_at", "timestamp with time zone"),
+                    ("_bizon_loaded_at", "timestamp with time zone"), ("_source_record_id", "text"),
+                    ("_source_timestamp", "timestamp with time zone"), ("_source_data", "jsonb"))
 
-    Record i is the generator record i (the same payload as every other case), key {"id": i}.
-    An existing topic of that name with exactly n messages is reused as is.
+
+@dataclass
+class PostgresServer:
+    """The server of the postgres case, named by BIZON_BENCH_POSTGRES as a libpq URI
+    (postgresql://user:password@host:port/database), reached through psql."""
+
+    url: str
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    psql_path: str
+
+    @staticmethod
+    def from_env() -> "PostgresServer | str":
+        """The server, or why it cannot be used."""
+        from urllib.parse import unquote, urlsplit
+        url = os.environ.get("BIZON_BENCH_POSTGRES")
+        if not url:
+            return ("needs a PostgreSQL server: set BIZON_BENCH_POSTGRES to a libpq URI, "
+                    "postgresql://user:password@host:port/database")
+        parts = urlsplit(url)
+        database = unquote(parts.path.lstrip("/"))
+        if parts.scheme not in ("postgresql", "postgres") or not parts.username or not database:
+            return ("BIZON_BENCH_POSTGRES is not a libpq URI with a user and a database "
+                    "(postgresql://user:password@host:port/database)")
+        psql = shutil.which("psql")
+        if not psql:
+            return ("psql is not installed (Debian's postgresql-client: "
+                    "scripts/install-deps.sh --with-test-servers)")
+        return PostgresServer(url, parts.hostname or "localhost", parts.port or 5432,
+                              unquote(parts.username), unquote(parts.password or ""), database,
+                              psql)
+
+    def psql_argv(self, command: str, *options: str) -> list[str]:
+        return [self.psql_path, "-X", "-q", "-v", "ON_ERROR_STOP=1", *options, "-d", self.url,
+                "-c", command]
+
+    def psql(self, sql: str) -> str:
+        done = subprocess.run(self.psql_argv(sql, "-A", "-t"), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=600)
+        if done.returncode != 0:
+            raise RunFailed(f"psql: {done.stderr.strip()[:300]} (SQL: {sql[:120]})")
+        return done.stdout.strip()
+
+    def connection_yaml(self, indent: str) -> str:
+        """The connection settings of our postgres destination and backend, each line indented."""
+        password = f"{indent}password: {json.dumps(self.password)}\n" if self.password else ""
+        return (f"{indent}host: {self.host}\n{indent}port: {self.port}\n"
+                f"{indent}database: {json.dumps(self.database)}\n"
+                f"{indent}username: {json.dumps(self.user)}\n{password}")
+
+    def destination_yaml(self, schema: str, table: str) -> str:
+        """Our postgres destination's block, at its defaults, into `schema`.`table`."""
+        return (f"  name: postgres\n  config:\n{self.connection_yaml('    ')}"
+                f"    schema: {schema}\n    destination_id: {table}\n")
+
+    def backend_yaml(self, schema: str) -> str:
+        """The `engine.backend` block of our postgres backend, at its defaults, in `schema`."""
+        return (f"    type: postgres\n    config:\n{self.connection_yaml('      ')}"
+                f"      schema: {schema}\n")
+
+    def row_count(self, schema: str, table: str) -> int:
+        """The rows in `schema`.`table`; 0 while it does not exist."""
+        try:
+            return int(self.psql(f'SELECT count(*) FROM "{schema}"."{table}"'))
+        except RunFailed as error:
+            if "does not exist" in str(error):
+                return 0
+            raise
+
+    def check_table(self, schema: str, table: str, n: int,
+                    columns: tuple[tuple[str, str], ...] = POSTGRES_COLUMNS,
+                    data: str = "_source_data",
+                    record_id: str = "_source_record_id") -> Optional[str]:
+        """The table has `columns` and holds N rows whose ids (`record_id`, an SQL expression) are
+        exactly 0..N-1, with the generator's payloads (`data`, the jsonb expression of a row's
+        payload); then drops it, whatever it held."""
+        name = f'"{schema}"."{table}"'
+        try:
+            found = self.psql(
+                "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' "
+                f"ORDER BY attnum) FROM pg_attribute WHERE attrelid = '{name}'::regclass "
+                "AND attnum > 0 AND NOT attisdropped")
+            expected = ", ".join(f"{column} {kind}" for column, kind in columns)
+            if found != expected:
+                return f"{name} has the columns ({found}), expected ({expected})"
+            counts = self.psql(
+                f"SELECT count(*), count(DISTINCT {record_id}), "
+                f"min(({record_id})::bigint), max(({record_id})::bigint), "
+                f"count(*) FILTER (WHERE {data}->>'name' = 'record-' || {record_id}), "
+                f"min(length({data}->>'padding')) FROM {name}")
+            return table_counts_error(name, n, *(int(v) if v else None for v in counts.split("|")))
+        except RunFailed as error:
+            return str(error)
+        finally:
+            with contextlib.suppress(RunFailed):
+                self.psql(f"DROP TABLE IF EXISTS {name}")
+
+
+def write_copy_rows(path: Path, n: int) -> None:
+    """The rows our postgres destination writes for the generator's records 0..N-1, in COPY's
+    text format, in POSTGRES_COLUMNS order: a new uuid, the time now for the three timestamps,
+    the id, the payload (escaped as COPY text; the generator's payloads need no escape)."""
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00")
+    escapes = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+    with open(path, "w") as out:
+        for i in range(n):
+            out.write(f"{uuid.uuid4()}\t{now}\t{now}\t{i}\t{now}\t"
+                      f"{generator_payload(i).translate(escapes)}\n")
+
+
+GENERATOR_START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+GENERATOR_PADDING = "x" * PAYLOAD_BYTES
+
+
+def generator_payload(i: int) -> str:
+    """The JSON of our `generator` source's record i at its defaults and PAYLOAD_BYTES of
+    padding, byte for byte (as bench/sources/generator_source.py makes it)."""
+    return json.dumps({
+        "id": i, "name": f"record-{i}",
+        "updated_at": (GENERATOR_START + dt.timedelta(milliseconds=i)).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ"),
+        "value": (i * 7919) % 1000, "padding": GENERATOR_PADDING}, separators=(",", ":"))
+
+
+def kafka_setup(broker: str, n: int, partitions: int = 1) -> str:
+    """Creates (once) a topic of `partitions` partitions holding n JSON records of ~300 B and
+    returns its name.
+
+    Record i is the generator record i (the same payload as every other case), key {"id": i},
+    in partition i % partitions. An existing topic of that name with exactly n messages from
+    offset 0 is reused as is.
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    topic = f"bizon-bench-{n}-{PAYLOAD_BYTES}"
+    topic = f"bizon-bench-{n}-{PAYLOAD_BYTES}" + (f"-{partitions}p" if partitions > 1 else "")
     admin = AdminClient({"bootstrap.servers": broker})
     metadata = admin.list_topics(timeout=10)
     if topic in metadata.topics:
         consumer = Consumer({"bootstrap.servers": broker, "group.id": "bizon-bench-setup"})
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        marks = [consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                 for partition in metadata.topics[topic].partitions]
         consumer.close()
-        if len(metadata.topics[topic].partitions) == 1 and (low, high) == (0, n):
+        if (len(marks) == partitions and all(low == 0 for low, _ in marks)
+                and sum(high for _, high in marks) == n):
             return topic
         for future in admin.delete_topics([topic]).values():
             future.result()
         time.sleep(2)
-    for future in admin.create_topics([NewTopic(topic, num_partitions=1,
+    for future in admin.create_topics([NewTopic(topic, num_partitions=partitions,
                                                 replication_factor=1)]).values():
         future.result()
     print(f"  kafka: loading {n:,} records into {topic} on {broker}", flush=True)
     producer = Producer({"bootstrap.servers": broker, "linger.ms": 50, "batch.size": 1 << 20,
                          "compression.type": "lz4", "enable.idempotence": True})
-    padding = "x" * PAYLOAD_BYTES
-    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     for i in range(n):
-        value = json.dumps({
-            "id": i, "name": f"record-{i}",
-            "updated_at": (start + dt.timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "value": (i * 7919) % 1000, "padding": padding}, separators=(",", ":"))
+        value = generator_payload(i)
         while True:
             try:
-                producer.produce(topic, value=value.encode(), key=json.dumps({"id": i}).encode())
+                producer.produce(topic, value=value.encode(), key=json.dumps({"id": i}).encode(),
+                                 partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -880,23 +1287,38 @@ def spread(values: list[float]) -> dict:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+# The members case's table: N over the time to N rows, and per member; CPU summed over the
+# member processes, the peak RSS of the largest.
+MEMBER_METRICS = [
+    ("records_per_s", "records/s", "{:,.0f}", "higher"),
+    ("records_per_s_member", "records/s per member", "{:,.0f}", "higher"),
+    ("cpu_s_per_m", "CPU s / M records, all members", "{:,.1f}", "lower"),
+    ("rss_mib", "peak RSS MiB, largest member", "{:,.0f}", "lower"),
+    ("wall_s", "s to N rows", "{:,.2f}", "lower"),
+]
+
 SIDES = ("ours", "original", "limit")
-# Ratio rows: ours over each other side, per alternated pair.
-RATIOS = (("ratio", "original"), ("ratio_limit", "limit"))
+# Ratio rows, per alternated pair: (name, numerator side, denominator side); by default ours over
+# each other side.
+RATIOS = (("ratio", "ours", "original"), ("ratio_limit", "ours", "limit"))
+# The members case: its sides (Invocation.side) as its table shows them, and its ratio row.
+MEMBER_SIDES = {"ours_x1": "ours ×1", "ours_x2": "ours ×2"}
+MEMBER_RATIOS = (("ratio_members", "ours_x2", "ours_x1"),)
 
 
-def summarize(runs: list[dict]) -> dict:
-    """runs: [{"ours": {...}, "original": {...}, "limit": {...}}] in pair order; a side that did
-    not run is absent from every pair (its spreads are then None)."""
-    out: dict = {name: {} for name in (*SIDES, *(r for r, _ in RATIOS))}
-    for key, *_ in METRICS + [("background_cores", "", "", "")]:
-        for impl in SIDES:
-            out[impl][key] = spread([pair[impl][key] for pair in runs if impl in pair])
-        for ratio, other in RATIOS:
+def summarize(runs: list[dict], ratios: tuple[tuple[str, str, str], ...] = RATIOS) -> dict:
+    """runs: [{"ours": {...}, "original": {...}, "limit": {...}}] in pair order, keyed by side; a
+    side of SIDES that did not run is absent from every pair (its spreads are then None)."""
+    sides = [*SIDES, *sorted({side for pair in runs for side in pair} - set(SIDES))]
+    out: dict = {name: {} for name in (*sides, *(r for r, _, _ in ratios))}
+    for key in dict.fromkeys(k for k, *_ in METRICS + MEMBER_METRICS + [("background_cores",)]):
+        for side in sides:
+            out[side][key] = spread([pair[side].get(key) for pair in runs if side in pair])
+        for ratio, top, bottom in ratios:
             out[ratio][key] = spread([
-                pair["ours"][key] / pair[other][key] for pair in runs
-                if "ours" in pair and other in pair and pair["ours"][key] is not None
-                and pair[other][key]])
+                pair[top][key] / pair[bottom][key] for pair in runs
+                if top in pair and bottom in pair and pair[top].get(key) is not None
+                and pair[bottom].get(key)])
     return out
 
 
@@ -925,31 +1347,33 @@ def markdown(report: dict) -> str:
         f"Background load: {env['background_note']}",
         "",
         *([f"Note: {report['note']}", ""] if report.get("note") else []),
-        "Medians over the runs; the ratio row is ours/original per A/B pair, as "
-        "min – **median** – max (records/s: higher is better for ours; the others: lower).",
-        "",
-        "| case | N | side | " + " | ".join(m[1] for m in METRICS) + " |",
-        "|---|---:|---|" + "---:|" * len(METRICS),
     ]
-    notes = []
+    rows, notes = [], []
     for case in report["cases"]:
         if case["status"] != "ok":
             continue
         mark = "" if case["same_yaml"] else "†"
-        for tier in case["tiers"]:
+        for tier in [] if case["name"] == "members" else case["tiers"]:  # Its own table, below.
             s = tier["summary"]
             title = f"{case['name']}{mark}"
-            lines.append(f"| {title} | {tier['n']:,} | ours | " + " | ".join(
+            rows.append(f"| {title} | {tier['n']:,} | ours | " + " | ".join(
                 fmt(s["ours"][k]["median"], f) for k, _, f, _ in METRICS) + " |")
             for side, ratio, shown in (("original", "ratio", "original"),
                                        ("limit", "ratio_limit", case.get("limit_name", "limit"))):
                 if s.get(side, {}).get("wall_s", {}).get("median") is None:
                     continue
-                lines.append(f"| | | {shown} | " + " | ".join(
+                rows.append(f"| | | {shown} | " + " | ".join(
                     fmt(s[side][k]["median"], f) for k, _, f, _ in METRICS) + " |")
-                lines.append(f"| | | ours/{shown} | " + " | ".join(
+                rows.append(f"| | | ours/{shown} | " + " | ".join(
                     ratio_text(s[ratio][k]) for k, *_ in METRICS) + " |")
         notes.append(f"- **{case['name']}**{mark}: {case['label']}.")
+    if rows:
+        lines += ["Medians over the runs; the ratio row is ours/original per A/B pair (ours/<tool> "
+                  "against a case's limit: kcat, psql; the postgres case has no original side, "
+                  "only ours/psql), as min – **median** – max (records/s: higher is better for "
+                  "ours; the others: lower).", "",
+                  "| case | N | side | " + " | ".join(m[1] for m in METRICS) + " |",
+                  "|---|---:|---|" + "---:|" * len(METRICS), *rows]
     memory = [c for c in report["cases"] if c["name"] == "memory" and c["status"] == "ok"]
     if memory:
         lines += ["", "Memory: peak RSS as N grows (default queue settings), median [min–max] MiB:",
@@ -961,6 +1385,23 @@ def markdown(report: dict) -> str:
                      f"{fmt(s[i]['rss_mib']['max'], '{:,.0f}')}]" for i in ("ours", "original")]
             lines.append(f"| {tier['n']:,} | {cells[0]} | {cells[1]} | "
                          f"{ratio_text(s['ratio']['rss_mib'])} |")
+    members = [c for c in report["cases"] if c["name"] == "members" and c["status"] == "ok"]
+    if members:
+        lines += ["", "Members: one kafka stream pipeline run as 1 and 2 processes, members of one "
+                      "consumer group, into the postgres destination, medians; records/s is N over "
+                      "the time from the first start to N rows in the table (counted every "
+                      f"{MEMBERS_POLL_S:g} s), CPU is summed over the processes; the ratio row is "
+                      "×2/×1 per pair, as min – **median** – max:", "",
+                  "| N | side | " + " | ".join(m[1] for m in MEMBER_METRICS) + " |",
+                  "|---:|---|" + "---:|" * len(MEMBER_METRICS)]
+        for tier in members[0]["tiers"]:
+            s = tier["summary"]
+            for i, (side, shown) in enumerate(MEMBER_SIDES.items()):
+                lines.append((f"| {tier['n']:,} |" if i == 0 else "| |") + f" {shown} | "
+                             + " | ".join(fmt(s[side][k]["median"], f)
+                                          for k, _, f, _ in MEMBER_METRICS) + " |")
+            lines.append("| | ×2/×1 | " + " | ".join(
+                ratio_text(s["ratio_members"][k]) for k, *_ in MEMBER_METRICS) + " |")
     emulated = [(c, t) for c in report["cases"] if c["status"] == "ok" for t in c["tiers"]
                 if any("emulator_cpu_s" in run.get("ours", {}) for run in t["runs"])]
     if emulated:
@@ -1006,9 +1447,10 @@ def plot(report: dict, path: Path) -> Optional[str]:
     except ImportError:
         return "matplotlib is not installed: no plot"
     bars = [(c["name"] + ("" if c["same_yaml"] else "†") + f"\nN={t['n']:,}", t["summary"])
-            for c in report["cases"] if c["status"] == "ok" for t in c["tiers"]]
+            for c in report["cases"] if c["status"] == "ok" and c["name"] != "members"
+            for t in c["tiers"]]
     if not bars:
-        return "no case was measured: no plot"
+        return "no case of the plot (all but members) was measured: no plot"
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(bars) + 4), 4.8))
     width = 0.38
     for ax, key, title in ((axes[0], "records_per_s", "records/s (higher is better)"),
@@ -1094,7 +1536,7 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
         with (plan.warmup or contextlib.nullcontext)():
             for inv in plan.tiers[0].sides(args.sides):
                 tiny = dataclasses.replace(inv, n=PROBE_N)
-                run_once(tiny, harness.work / f"{name}-warmup-{inv.impl}", 300, False)
+                run_once(tiny, harness.work / f"{name}-warmup-{inv.key}", 300, False)
         print("  warm-up runs ok (both sides, N=100)", flush=True)
         with plan.setup():
             for tier in plan.tiers:
@@ -1102,10 +1544,10 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
                 for i in range(args.runs):
                     pair = {}
                     for inv in tier.sides(args.sides):
-                        directory = harness.work / f"{name}-{tier.n}-{inv.impl}-{i}"
+                        directory = harness.work / f"{name}-{tier.n}-{inv.key}-{i}"
                         result = run_once(inv, directory, args.timeout, args.keep_output)
-                        pair[inv.impl] = result
-                        print(f"  N={tier.n:,} run {i + 1}/{args.runs} {inv.impl:8s} "
+                        pair[inv.key] = result
+                        print(f"  N={tier.n:,} run {i + 1}/{args.runs} {inv.key:8s} "
                               f"{result['records_per_s']:>10,.0f} rec/s  "
                               f"cpu {result['cpu_s']:7.2f} s  rss {result['rss_mib']:6.0f} MiB  "
                               f"first {fmt(result['first_record_s'], '{:.2f}')} s  "
@@ -1115,9 +1557,12 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
                               + (f"  emulators cpu {result['emulator_cpu_s']:.2f} s"
                                  if "emulator_cpu_s" in result else "")
                               + (f"  {result['emulator_jobs']} jobs {result['emulator_job_s']:.2f} s"
-                                 if "emulator_job_s" in result else ""), flush=True)
+                                 if "emulator_job_s" in result else "")
+                              + (f"  {result['records_per_s_member']:,.0f} rec/s per member"
+                                 if "records_per_s_member" in result else ""), flush=True)
                     pairs.append(pair)
-                case["tiers"].append({"n": tier.n, "runs": pairs, "summary": summarize(pairs)})
+                case["tiers"].append({"n": tier.n, "runs": pairs,
+                                      "summary": summarize(pairs, plan.ratios or RATIOS)})
     except RunFailed as error:
         print(f"  FAILED: {error}", flush=True)
         return {"name": name, "status": "failed", "reason": str(error), "label": plan.label}
@@ -1131,15 +1576,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs per side per case (default 5)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"multiplies N (default 1: {BASE_N:,} records, memory "
-                             f"{MEMORY_BASE_N:,} x1 x10 x100, kafka {KAFKA_N:,})")
+                             f"{MEMORY_BASE_N:,} x1 x10 x100, kafka {KAFKA_N:,}, postgres "
+                             f"{POSTGRES_N:,}, members {MEMBERS_N:,})")
     parser.add_argument("--cases", default="all",
                         help="comma-separated subset of " + ",".join(ALL_CASES) + " (default all; "
-                             "generator is included only while python-source is pending)")
+                             "generator is included only while python-source is pending; kafka, "
+                             "postgres, members and bigquery need their servers: "
+                             "BIZON_BENCH_KAFKA, BIZON_BENCH_POSTGRES (members: both), the "
+                             "emulators' variables)")
     parser.add_argument("--results", default=str(BENCH / "results"))
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
     parser.add_argument("--sides", default=",".join(SIDES),
                         help="which sides run, of ours,original,limit (default all; the limit is "
-                             "the reference tool of a case that has one, kcat for kafka)")
+                             "the reference tool of a case that has one: kcat for kafka, "
+                             "psql \\copy for postgres; both sides of members, x1 and x2, are "
+                             "ours)")
     parser.add_argument("--keep-output", action="store_true", help="keep each run's directory")
     parser.add_argument("--note", default="",
                         help="a sentence on the conditions of the run, quoted under the table's "
@@ -1184,7 +1635,7 @@ def main() -> int:
 
     report["finished_at"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     background = [run[impl]["background_cores"] for c in report["cases"] if c["status"] == "ok"
-                  for t in c["tiers"] for run in t["runs"] for impl in SIDES if impl in run]
+                  for t in c["tiers"] for run in t["runs"] for impl in run]
     if background:
         env["background_cores_median"] = statistics.median(background)
         env["background_cores_max"] = max(background)

@@ -9,6 +9,8 @@
 # 3. bench/bench.py with the remaining arguments: results in bench/results/<timestamp>/.
 #
 # Environment: BIZON_BENCH_KAFKA=host:port enables the kafka case (installs bizon[kafka]);
+# BIZON_BENCH_POSTGRES=postgresql://user:password@host:port/database (a libpq URI) enables the
+# postgres and members cases (BIZON_BENCH_KAFKA too for members);
 # BIGQUERY_EMULATOR_HOST, STORAGE_EMULATOR_HOST, BIZON_GCS_BUCKET and BIZON_BIGQUERY_PROJECT (as
 # scripts/test-servers.sh start bigquery gcs prints them) enable the bigquery case (bizon[bigquery]);
 # BIZON_BENCH_ORIGINAL overrides the pip requirement of the original (default bizon==0.6.4);
@@ -27,7 +29,8 @@ if ! "$python" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (
   exit 1
 fi
 
-# Build dependencies and the bench tools (kcat, GNU time), idempotent; python3-venv is checked below.
+# Build dependencies and the bench tools (kcat, psql, GNU time), idempotent; python3-venv is
+# checked below.
 "$root/scripts/install-deps.sh" --with-bench
 if ! "$python" -c 'import ensurepip' 2>/dev/null; then
   echo "bench: installing python3-venv"

@@ -27,8 +27,9 @@ test_packages=(
 # clang 14 cannot compile the project (no std::expected with libstdc++ 12).
 fuzz_packages=(clang-19 libclang-rt-19-dev)
 
-# bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; GNU time.
-bench_packages=(kcat time)
+# bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; psql's \copy the
+# COPY floor of the postgres case; GNU time.
+bench_packages=(kcat postgresql-client time)
 
 wanted=("${build_packages[@]}")
 for option in "$@"; do
