@@ -1,7 +1,6 @@
 #include "alerting/slack_alerter.h"
 
 #include <fmt/format.h>
-#include <pthread.h>
 #include <spdlog/details/log_msg.h>
 #include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
@@ -14,6 +13,7 @@
 #include <utility>
 
 #include "bizon/clock.h"
+#include "common/fork_guard.h"
 #include "common/logging.h"
 #include "config/references.h"
 #include "http/http_session.h"
@@ -23,35 +23,6 @@ namespace {
 
 /// Set on the sender thread: what it logs (a failed post, libcurl's debug lines) is never alerted.
 thread_local bool t_sending_alerts = false;
-/// Set in a child made by fork(), where no sender thread runs.
-std::atomic<bool> g_forked_child{false};
-
-/// Held by the sender while it posts or logs, and by fork() (through the handlers below), so a
-/// child is never made while the sender is inside libcurl, OpenSSL or a log sink: a lock held
-/// there would stay held for ever in the child, which has no sender thread to release it. A fork
-/// therefore waits for a post in flight (at most its timeouts).
-std::mutex& ForkGuard() {
-  static std::mutex guard;
-  return guard;
-}
-
-void LockForFork() { ForkGuard().lock(); }
-void UnlockInParent() { ForkGuard().unlock(); }
-void UnlockInChild() {
-  g_forked_child.store(true, std::memory_order_relaxed);
-  ForkGuard().unlock();
-}
-
-void WatchForks() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // Fails only for lack of memory. Without the handlers a child's records would wait in its
-    // copy of the buffer and never be posted, and a fork could catch the sender mid-post.
-    int registered = ::pthread_atfork(LockForFork, UnlockInParent, UnlockInChild);
-    if (registered != 0) spdlog::warn("Slack alerting: cannot watch for fork() ({})", registered);
-  });
-}
-
 int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -127,7 +98,7 @@ class AlertSink final : public spdlog::sinks::base_sink<spdlog::details::null_mu
 
  protected:
   void sink_it_(const spdlog::details::log_msg& message) override {
-    if (t_sending_alerts || g_forked_child.load(std::memory_order_relaxed)) return;
+    if (t_sending_alerts || InForkedChild()) return;
     std::optional<AlertLevel> level = FromSpdlog(message.level);
     if (!level) return;
     AlertRecord record{.level = *level,
@@ -157,7 +128,7 @@ SlackAlerter::SlackAlerter(SlackAlerterOptions options)
     : options_(std::move(options)),
       shared_(std::make_shared<Shared>()),
       bucket_(options_.posts_per_second, options_.burst) {
-  WatchForks();
+  SenderForkGuard();  // Registers the fork handlers before the sender thread starts.
   shared_->buffer = AlertBuffer(options_.buffer);
   const SecretMask& mask = SecretMask::Global();
   AlertContext& context = options_.context;
@@ -173,7 +144,7 @@ SlackAlerter::SlackAlerter(SlackAlerterOptions options)
 SlackAlerter::~SlackAlerter() { Shutdown(); }
 
 void SlackAlerter::Shutdown() {
-  if (g_forked_child.load(std::memory_order_relaxed)) {
+  if (InForkedChild()) {
     // The sender thread was not copied into this process: nothing to wait for.
     if (sender_.joinable()) sender_.detach();
     return;
@@ -219,7 +190,7 @@ SlackAlerter::Delivery SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock,
     if (timeout < 0.05) return Delivery::kOutOfTime;
     bucket_.Take(now);
     lock.unlock();
-    std::unique_lock fork_guard(ForkGuard());
+    std::unique_lock fork_guard(SenderForkGuard());
     AlertPostOutcome outcome = options_.poster(payload, timeout);
     double pause = 0;
     if (outcome.status == 429) {
@@ -285,7 +256,7 @@ void SlackAlerter::SendLoop() {
   shared_->counts.left_unsent = left;
   lock.unlock();
   if (left > 0) {
-    std::lock_guard fork_guard(ForkGuard());
+    std::lock_guard fork_guard(SenderForkGuard());
     spdlog::warn("{} Slack alert{} not sent: the exit flush ran out of time after {} s", left,
                  left == 1 ? "" : "s", options_.flush_s);
   }

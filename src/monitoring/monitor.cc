@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bizon/clock.h"
+#include "common/fork_guard.h"
 #include "monitoring/datadog.h"
 #include "monitoring/otel.h"
 
@@ -223,11 +224,17 @@ QueuedMonitor::QueuedMonitor(const MonitorIdentity& identity, std::unique_ptr<Ex
       tracing_(tracing),
       capacity_(capacity),
       exporter_(std::move(exporter)),
-      sender_([this] { SenderLoop(); }) {}
+      sender_((SenderForkGuard(), [this] { SenderLoop(); })) {
+  std::unique_lock lock(mutex_);
+  started_cv_.wait(lock, [this] { return started_; });
+}
 
 QueuedMonitor::~QueuedMonitor() { Flush(std::chrono::milliseconds(0)); }
 
 void QueuedMonitor::Push(MonitorEvent event) {
+  // A forked child (the process runner's producer) has no sender thread, and its copy of the
+  // queue's lock may have been taken by the parent's sender at fork(): it reports nothing.
+  if (InForkedChild()) return;
   {
     std::lock_guard lock(mutex_);
     if (stopping_ || queue_.size() >= capacity_) {
@@ -311,12 +318,24 @@ void QueuedMonitor::Iteration(const IterationSpan& span) {
 
 void QueuedMonitor::SenderLoop() {
   std::vector<MonitorEvent> batch;
+  {
+    std::lock_guard lock(mutex_);
+    started_ = true;
+  }
+  started_cv_.notify_all();
   while (true) {
-    bool stopping;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(200),
                      [this] { return stopping_ || !queue_.empty(); });
+    }
+    // Held for everything but the wait: no fork() while this thread is inside libcurl, a socket
+    // call, a log sink or the allocator (an allocator lock copied held into the child stays
+    // held there: ASan's, at least, is not reset by fork()).
+    std::lock_guard fork_guard(SenderForkGuard());
+    bool stopping;
+    {
+      std::lock_guard lock(mutex_);
       stopping = stopping_;
       batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();

@@ -241,6 +241,10 @@ class QueuedMonitor : public Monitor {
   std::deque<MonitorEvent> queue_;
   bool stopping_ = false;
   bool flushed_ = false;
+  /// Set by the sender thread once it runs: the constructor waits for it, so that a fork() right
+  /// after (the process runner's) never copies a thread still being set up by the runtime.
+  bool started_ = false;
+  std::condition_variable started_cv_;
   int64_t dropped_ = 0;
   std::thread sender_;
 };
