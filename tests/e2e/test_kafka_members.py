@@ -226,3 +226,4 @@ def test_random_members_killed_again_and_again_lose_and_duplicate_nothing(bizon,
           f"{logs.count('is gone: discarding')} adoptions of a dead member's job (seed {SEED})")
     assert_exactly_once(pg, produced)
     assert all(n > 0 for n in rows_by_member(pg).values())
+
