@@ -57,8 +57,8 @@ Status WriteResult(const std::string& path, const RunOutcome& outcome, bool runn
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     int error = errno;
     std::remove(temp.c_str());  // Ignored: the rename's error is the one reported.
-    return InvalidArgumentError(fmt::format("cannot move the result file {} to {}: {}", temp,
-                                            path, std::strerror(error)));
+    return InvalidArgumentError(
+        fmt::format("cannot move the result file {} to {}: {}", temp, path, std::strerror(error)));
   }
   return Status::Ok();
 }

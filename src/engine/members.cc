@@ -44,12 +44,12 @@ Result<std::vector<std::optional<int64_t>>> MemberLedger::Claimed(
     if (!claim.previous_owner.empty() && claim.previous_owner != member_) {
       previous_owners.insert(claim.previous_owner);
     }
-    shown += fmt::format("{}{}@{} (epoch {}{})", shown.empty() ? "" : ", ", claim.partition,
-                         claim.position ? std::to_string(*claim.position) : "unrecorded",
-                         claim.epoch,
-                         claim.previous_owner.empty() || claim.previous_owner == member_
-                             ? ""
-                             : ", from " + claim.previous_owner);
+    shown +=
+        fmt::format("{}{}@{} (epoch {}{})", shown.empty() ? "" : ", ", claim.partition,
+                    claim.position ? std::to_string(*claim.position) : "unrecorded", claim.epoch,
+                    claim.previous_owner.empty() || claim.previous_owner == member_
+                        ? ""
+                        : ", from " + claim.previous_owner);
   }
   spdlog::info("Member {} claimed {}", member_, shown);
   // Before reading: what a member that died wrote past its last cursor would be read again.

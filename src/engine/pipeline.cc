@@ -534,7 +534,7 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
         !recorded.ok()) {
       error = recorded;
       return recorded.failure_class() == FailureClass::kSource ? ReturnStatus::kSourceError
-                                                                : ReturnStatus::kBackendError;
+                                                               : ReturnStatus::kBackendError;
     }
     Status committed = source.Commit();
     if (!committed.ok()) {
@@ -571,7 +571,8 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
 /// A member's new job starts where the stream's job of a run before members stopped, if one
 /// is still running: its last cursor's pagination.
 Status SeedFromPipelineJob(Backend& backend, const StreamKey& pipeline_key, JobPlan& plan) {
-  BIZON_ASSIGN_OR_RETURN(std::optional<StreamJob> earlier, backend.GetRunningStreamJob(pipeline_key));
+  BIZON_ASSIGN_OR_RETURN(std::optional<StreamJob> earlier,
+                         backend.GetRunningStreamJob(pipeline_key));
   if (!earlier) return Status::Ok();
   BIZON_ASSIGN_OR_RETURN(std::optional<DestinationCursor> last,
                          backend.GetLastDestinationCursor(earlier->id));
@@ -734,9 +735,10 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
   PipelineSettings run_settings = settings;
   if (as_member) {
     run_settings.key = MemberKey(settings.key, member);
-    spdlog::info("Running as member {} of pipeline '{}': other processes of it may share the "
-                 "stream's partitions",
-                 member, settings.key.name);
+    spdlog::info(
+        "Running as member {} of pipeline '{}': other processes of it may share the "
+        "stream's partitions",
+        member, settings.key.name);
   }
   auto lock = AcquireRunLocks(settings.backend_config, backend, run_settings.key);
   if (!lock) return EarlyFailure(FailureClass::kBackend, lock.error());
@@ -802,9 +804,8 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                      });
     }
     Status error;
-    ReturnStatus status =
-        RunInline(source, destination, backend, run_settings, plan, transforms.get(),
-                  ledger ? &*ledger : nullptr, error);
+    ReturnStatus status = RunInline(source, destination, backend, run_settings, plan,
+                                    transforms.get(), ledger ? &*ledger : nullptr, error);
     if (status != ReturnStatus::kSuccess) monitor.get().PipelineStatus(ToString(status));
     outcome.stream = status;
     outcome.success = status == ReturnStatus::kSuccess;

@@ -316,12 +316,12 @@ std::unique_ptr<BigQueryClient> EmulatorClient() {
   return std::move(*client);
 }
 
-#define REQUIRE_EMULATOR()                                                                  \
-  do {                                                                                      \
-    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                                 \
-      BIZON_SKIP_OR_FAIL(                                                                   \
-          "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start bigquery)");      \
-    }                                                                                       \
+#define REQUIRE_EMULATOR()                                                             \
+  do {                                                                                 \
+    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                            \
+      BIZON_SKIP_OR_FAIL(                                                              \
+          "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start bigquery)"); \
+    }                                                                                  \
   } while (false)
 
 std::string UniqueName(std::string_view prefix) {

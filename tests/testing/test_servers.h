@@ -25,11 +25,11 @@ inline bool ServersRequired() {
 
 /// Skips the current test for `reason`, or fails it under CI. A macro, as GTEST_SKIP and FAIL
 /// return from the test body that uses them.
-#define BIZON_SKIP_OR_FAIL(reason)                                                        \
-  do {                                                                                    \
-    const std::string bizon_skip_reason_ = (reason);                                      \
-    if (::bizon::testing_support::ServersRequired()) {                                    \
+#define BIZON_SKIP_OR_FAIL(reason)                                                          \
+  do {                                                                                      \
+    const std::string bizon_skip_reason_ = (reason);                                        \
+    if (::bizon::testing_support::ServersRequired()) {                                      \
       FAIL() << bizon_skip_reason_ << " (CI is set: a missing test server fails the test)"; \
-    }                                                                                     \
-    GTEST_SKIP() << bizon_skip_reason_;                                                   \
+    }                                                                                       \
+    GTEST_SKIP() << bizon_skip_reason_;                                                     \
   } while (0)

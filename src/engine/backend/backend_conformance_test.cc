@@ -389,7 +389,8 @@ TEST_P(BackendConformanceTest, PartitionClaimsFenceThePreviousOwnersWrites) {
   if (!backend().HasPartitionLedger()) {
     GTEST_SKIP() << "this backend keeps no partition ledger (one member per pipeline)";
   }
-  std::vector<PartitionClaim> first = ValueOrDie(backend().ClaimPartitions(kKey, "a", {"t/0", "t/1"}));
+  std::vector<PartitionClaim> first =
+      ValueOrDie(backend().ClaimPartitions(kKey, "a", {"t/0", "t/1"}));
   ASSERT_EQ(first.size(), 2u);
   for (const PartitionClaim& claim : first) {
     EXPECT_EQ(claim.epoch, 1);
@@ -423,7 +424,8 @@ TEST_P(BackendConformanceTest, PartitionClaimsFenceThePreviousOwnersWrites) {
   EXPECT_EQ(back[0].previous_owner, "b");
 
   // Another pipeline stream's ledger is its own.
-  std::vector<PartitionClaim> other = ValueOrDie(backend().ClaimPartitions(kOtherKey, "c", {"t/0"}));
+  std::vector<PartitionClaim> other =
+      ValueOrDie(backend().ClaimPartitions(kOtherKey, "c", {"t/0"}));
   EXPECT_EQ(other[0].position, std::nullopt);
   EXPECT_EQ(other[0].epoch, 1);
 }

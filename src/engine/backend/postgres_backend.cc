@@ -667,8 +667,8 @@ Result<std::vector<PartitionClaim>> PostgresBackend::ClaimPartitions(
         PgResult previous,
         connection_->Query(fmt::format("SELECT owner FROM {} {} AND partition_id = $4 FOR UPDATE",
                                        Table("partition_positions"), kWhereKey),
-                           "read the partition ledger", key.name, key.source_name,
-                           key.stream_name, partition));
+                           "read the partition ledger", key.name, key.source_name, key.stream_name,
+                           partition));
     BIZON_ASSIGN_OR_RETURN(
         PgResult claimed,
         connection_->Query(
@@ -681,11 +681,11 @@ Result<std::vector<PartitionClaim>> PostgresBackend::ClaimPartitions(
                         Table("partition_positions")),
             "claim a partition", key.name, key.source_name, key.stream_name, partition, owner,
             now));
-    claims.push_back({.partition = partition,
-                      .position = claimed.OptionalInt64(0, 0),
-                      .epoch = claimed.Int64(0, 1),
-                      .previous_owner = previous.rows() > 0 ? std::string(previous.Text(0, 0))
-                                                            : std::string()});
+    claims.push_back(
+        {.partition = partition,
+         .position = claimed.OptionalInt64(0, 0),
+         .epoch = claimed.Int64(0, 1),
+         .previous_owner = previous.rows() > 0 ? std::string(previous.Text(0, 0)) : std::string()});
   }
   BIZON_RETURN_IF_ERROR(transaction.Commit());
   return claims;

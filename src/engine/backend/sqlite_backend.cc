@@ -734,15 +734,16 @@ Result<std::vector<PartitionClaim>> SqliteBackend::ClaimPartitions(
       claim.previous_owner = select.Text(1);
       claim.epoch = select.Int64(2) + 1;
     }
-    BIZON_RETURN_IF_ERROR(Run(db_,
-                              "INSERT INTO partition_positions (name, source_name, stream_name,"
-                              " partition_id, position, owner, epoch, updated_at)"
-                              " VALUES (?, ?, ?, ?, NULL, ?, ?, ?)"
-                              " ON CONFLICT (name, source_name, stream_name, partition_id) DO UPDATE"
-                              " SET owner = excluded.owner, epoch = excluded.epoch,"
-                              " updated_at = excluded.updated_at",
-                              "claim a partition", key.name, key.source_name, key.stream_name,
-                              partition, owner, claim.epoch, now));
+    BIZON_RETURN_IF_ERROR(
+        Run(db_,
+            "INSERT INTO partition_positions (name, source_name, stream_name,"
+            " partition_id, position, owner, epoch, updated_at)"
+            " VALUES (?, ?, ?, ?, NULL, ?, ?, ?)"
+            " ON CONFLICT (name, source_name, stream_name, partition_id) DO UPDATE"
+            " SET owner = excluded.owner, epoch = excluded.epoch,"
+            " updated_at = excluded.updated_at",
+            "claim a partition", key.name, key.source_name, key.stream_name, partition, owner,
+            claim.epoch, now));
     claims.push_back(std::move(claim));
   }
   BIZON_RETURN_IF_ERROR(Execute(db_, "COMMIT", "commit the partition claim"));

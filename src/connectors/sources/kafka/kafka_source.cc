@@ -746,7 +746,8 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   return iteration;
 }
 
-void KafkaSource::DropRevoked(RecordBatch& records, std::vector<TopicPartition>& record_partitions) {
+void KafkaSource::DropRevoked(RecordBatch& records,
+                              std::vector<TopicPartition>& record_partitions) {
   RecordBatch kept;
   std::vector<TopicPartition> kept_partitions;
   size_t begin = 0;
@@ -762,9 +763,10 @@ void KafkaSource::DropRevoked(RecordBatch& records, std::vector<TopicPartition>&
     }
   }
   if (kept.size() < records.size()) {
-    spdlog::info("Kafka: {} records of revoked partitions dropped from the batch in hand; the "
-                 "partitions' next owner reads them",
-                 records.size() - kept.size());
+    spdlog::info(
+        "Kafka: {} records of revoked partitions dropped from the batch in hand; the "
+        "partitions' next owner reads them",
+        records.size() - kept.size());
   }
   records = std::move(kept);
   record_partitions = std::move(kept_partitions);
