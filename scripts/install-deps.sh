@@ -6,7 +6,10 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libsimdjson-dev libcurl4-openssl-dev libcli11-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev libpq-dev librdkafka-dev librabbitmq-dev libavro-dev libssl-dev
+  libsqlite3-dev libpq-dev librabbitmq-dev libavro-dev libssl-dev
+  # librdkafka is built from source by scripts/librdkafka.sh (Debian's 2.0.2 cannot do SCRAM
+  # with Kafka 4): its own dependencies, and npm, which fetches its pinned source package.
+  libzstd-dev libsasl2-dev zlib1g-dev npm
   python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
   clang-format
   # CPack's .deb generator (dpkg-shlibdeps from build-essential's dpkg-dev needs it too).
@@ -52,13 +55,21 @@ for package in "${wanted[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+# npm is often there already without Debian's package (a Node.js of its own): that one will do.
+if command -v npm >/dev/null; then
+  for i in "${!missing[@]}"; do
+    [[ "${missing[$i]}" == npm ]] && unset 'missing[i]'
+  done
+  missing=("${missing[@]}")
 fi
 
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-sudo_cmd=()
-if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+"$(dirname "${BASH_SOURCE[0]}")/librdkafka.sh"

@@ -158,8 +158,8 @@ def test_kafka_source_plaintext_client_is_refused_by_the_tls_listener(bizon, kaf
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_kafka_source_scram(bizon, kafka, kafka_tls, mechanism):  # noqa: F811
-    """SCRAM with the right password reads; a librdkafka older than 2.6.1 cannot authenticate to
-    a Kafka 4 broker, and then the error must say so instead of blaming the credentials."""
+    """SCRAM with the right password reads (bizon links librdkafka >= 2.6.1, whose SCRAM proofs
+    Kafka 4 brokers accept); a wrong password is a clear error without the secret."""
     # The broker takes these credentials (the test client's librdkafka is recent enough).
     admin = AdminClient({"bootstrap.servers": kafka_tls["BIZON_KAFKA_SASL_SSL_BOOTSTRAP"],
                          "security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism,
@@ -168,18 +168,22 @@ def test_kafka_source_scram(bizon, kafka, kafka_tls, mechanism):  # noqa: F811
                          "ssl.ca.location": kafka_tls["BIZON_TLS_CA"]})
     assert admin.list_topics(timeout=15).brokers
     topic = filled_topic(kafka, 5)
-    source = kafka_source(topic, kafka_tls["BIZON_KAFKA_SASL_SSL_BOOTSTRAP"],
-                          {"security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism,
-                           "ssl.ca.location": kafka_tls["BIZON_TLS_CA"]},
+    client = {"security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism,
+              "ssl.ca.location": kafka_tls["BIZON_TLS_CA"]}
+    source = kafka_source(topic, kafka_tls["BIZON_KAFKA_SASL_SSL_BOOTSTRAP"], client,
                           authentication=sasl(kafka_tls))
     result = run(bizon, pipeline("kafka-scram", source, file_destination()), check=None)
     password = kafka_tls["BIZON_KAFKA_SASL_PASSWORD"]
     assert password not in result.stderr
-    if result.returncode == 0:
-        assert len(bizon.read_ndjson("out.json")) == 5
-    else:
-        assert f"invalid credentials with SASL mechanism {mechanism}" in result.stderr
-        assert "fixed in librdkafka 2.6.1" in result.stderr, result.stderr[-3000:]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(bizon.read_ndjson("out.json")) == 5
+
+    wrong = kafka_source(topic, kafka_tls["BIZON_KAFKA_SASL_SSL_BOOTSTRAP"], client,
+                         authentication=sasl(kafka_tls, password=WRONG_PASSWORD))
+    result = run(bizon, pipeline("kafka-scram-wrong", wrong, file_destination()), check=None)
+    assert_failed_clearly(result, "Kafka connection failed",
+                          f"invalid credentials with SASL mechanism {mechanism}")
+    assert "fixed in librdkafka 2.6.1" not in result.stderr
 
 
 # ------------------------------------------------------------------------------------------------

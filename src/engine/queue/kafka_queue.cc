@@ -26,43 +26,26 @@ struct KafkaHandleDeleter {
 };
 using KafkaHandle = std::unique_ptr<rd_kafka_t, KafkaHandleDeleter>;
 
+/// One per process: a client's callbacks may still run while its handle is destroyed.
+kafka::LastClientError& LastClientError() {
+  static auto* last = new kafka::LastClientError();
+  return *last;
+}
+
+void RecordError(rd_kafka_t*, int error, const char* reason, void*) {
+  LastClientError().OnError(error, SecretMask::Global().Redact(reason != nullptr ? reason : ""));
+}
+
 void ForwardLog(const rd_kafka_t*, int level, const char* facility, const char* text) {
   // librdkafka logs every lost connection; a broker restart is expected and retried, so these
   // stay at debug unless they are errors it could not recover from.
   std::string line = SecretMask::Global().Redact(text);
+  LastClientError().OnLog(facility, line);
   if (level <= 3) {
     spdlog::warn("kafka {}: {}", facility, line);
   } else {
     spdlog::debug("kafka {}: {}", facility, line);
   }
-}
-
-/// The last error the client reported (a refused login, a failed TLS handshake, a listener
-/// that speaks another protocol), for the message of a connection that does not come up.
-class LastError {
- public:
-  void Set(std::string text) {
-    std::lock_guard lock(mutex_);
-    text_ = std::move(text);
-  }
-  std::string Get() const {
-    std::lock_guard lock(mutex_);
-    return text_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::string text_;
-};
-
-/// One per process: a client's callbacks may still run while its handle is destroyed.
-LastError& LastClientError() {
-  static LastError* last = new LastError();
-  return *last;
-}
-
-void RecordError(rd_kafka_t*, int, const char* reason, void*) {
-  LastClientError().Set(SecretMask::Global().Redact(reason != nullptr ? reason : ""));
 }
 
 /// Runs the error callbacks of the events waiting in the client's queue (they run only when
@@ -357,7 +340,7 @@ Status CommonSettings(Conf& conf, const KafkaQueueConfig& config) {
     }
     BIZON_RETURN_IF_ERROR(conf.Set(key, value));
   }
-  LastClientError().Set("");
+  LastClientError().Clear();
   return Status::Ok();
 }
 

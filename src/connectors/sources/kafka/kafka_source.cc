@@ -52,9 +52,14 @@ void ErrorCallback(rd_kafka_t* handle, int error, const char* reason, void* opaq
 }
 
 void LogCallback(const rd_kafka_t* handle, int level, const char* facility, const char* text) {
-  (void)handle;
-  // Connection failures also reach the error callback, which logs them once.
-  if (std::strcmp(facility, "FAIL") == 0) return;
+  if (std::strcmp(facility, "FAIL") == 0) {
+    // Kept for the message of a connection that does not come up; not logged, since librdkafka
+    // retries and a broker restart is expected.
+    if (void* source = rd_kafka_opaque(handle); source != nullptr) {
+      static_cast<KafkaSource*>(source)->ClientLog(facility, SecretMask::Global().Redact(text));
+    }
+    return;
+  }
   std::string line = SecretMask::Global().Redact(fmt::format("librdkafka {}: {}", facility, text));
   if (level <= 3) {
     spdlog::error("{}", line);
@@ -357,8 +362,7 @@ void KafkaSource::ClientError(int error, const char* reason) {
   }
   std::string text = SecretMask::Global().Redact(reason != nullptr ? reason : "");
   spdlog::warn("Kafka client error {}: {}", rd_kafka_err2name(code), text);
-  std::lock_guard lock(fatal_mutex_);
-  last_client_error_ = std::move(text);
+  last_client_error_.OnError(error, std::move(text));
 }
 
 std::string KafkaSource::InstanceId() const {
@@ -396,11 +400,7 @@ Result<std::map<std::string, int>> KafkaSource::FetchPartitionCounts() {
       if (event == nullptr) break;
       rd_kafka_message_destroy(event);
     }
-    std::string last;
-    {
-      std::lock_guard lock(fatal_mutex_);
-      last = last_client_error_;
-    }
+    std::string last = last_client_error_.Get();
     return Fail(UnavailableError(
         fmt::format("Kafka connection failed: {} (bootstrap servers {}, within {} s){}",
                     rd_kafka_err2str(error), options_.bootstrap_servers,

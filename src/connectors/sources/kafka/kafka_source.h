@@ -34,6 +34,7 @@
 #include "bizon/registry.h"
 #include "bizon/source.h"
 #include "connectors/sources/kafka/schema_registry.h"
+#include "kafka/kafka_security.h"
 
 struct rd_kafka_s;
 struct rd_kafka_message_s;
@@ -102,6 +103,10 @@ class KafkaSource final : public Source {
   /// Called by librdkafka's callbacks, inside Get()'s polls.
   void Rebalance(int error, rd_kafka_topic_partition_list_s* partitions);
   void ClientError(int error, const char* reason);
+  /// From the log callback: keeps a broker connection's failure for the connection message.
+  void ClientLog(const char* facility, std::string line) {
+    last_client_error_.OnLog(facility, std::move(line));
+  }
 
  private:
   using TopicPartition = std::pair<std::string, int32_t>;
@@ -151,7 +156,7 @@ class KafkaSource final : public Source {
   std::string fatal_error_;
   /// The last non-fatal client error (an authentication or TLS failure, a refused connection),
   /// secrets masked: a connection check that times out names it.
-  std::string last_client_error_;
+  kafka::LastClientError last_client_error_;
 
   // Stream mode.
   bool subscribed_ = false;
