@@ -54,6 +54,7 @@ SOURCES = BENCH / "sources"
 GENERATOR_SOURCE = SOURCES / "generator_source.py"
 REST_SOURCE = SOURCES / "rest_source.py"
 PAGED_SERVER = BENCH / "servers" / "paged_server.py"
+DLT_REST = BENCH / "peers" / "dlt_rest.py"
 PARQUET_ORDER_SHIM = BENCH / "shims" / "original_parquet_order.py"
 
 # Records of about 300 bytes of JSON: {"id","name","updated_at","value","padding"}.
@@ -90,7 +91,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 class Invocation:
     """One side of a pairing: how to run it and what its output must hold."""
 
-    impl: str  # "ours", "original" or "limit" (a tool doing the bare job: kcat, psql \copy)
+    # "ours", "original", "limit" (a tool doing the bare job: kcat, psql \copy) or "peer" (another
+    # project's tool doing the same job: dlt)
+    impl: str
     # "{config}" stands for the run's config.yml; a callable is called when the run starts.
     argv: list[str] | Callable[[], list[str]]
     render: Callable[[int], str]  # n -> YAML text (rendered when the run starts)
@@ -188,6 +191,28 @@ def verify_output(directory: Path, inv: Invocation) -> Optional[str]:
     except (ValueError, KeyError) as error:
         return f"out.json line is not a destination record: {error}"
     return inv.check(payloads[0], payloads[1], inv.n)
+
+
+def peer_version(python: str, package: str) -> Optional[str]:
+    """The version of `package` installed for the interpreter `python`, or None."""
+    if not os.access(python, os.X_OK):
+        return None
+    done = subprocess.run([python, "-c", f"import importlib.metadata as m; "
+                                         f"print(m.version({package!r}))"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def verify_dlt(directory: Path, inv: Invocation) -> Optional[str]:
+    """dlt's filesystem destination writes the table as JSONL files under out/<dataset>/items/:
+    joined into out.json (their order does not matter to the check), then checked as raw lines."""
+    files = sorted((directory / "out").glob("*/items/*.jsonl"))
+    if not files:
+        return f"no dlt output under {directory / 'out'}"
+    with open(directory / "out.json", "wb") as out:
+        for path in files:
+            out.write(path.read_bytes())
+    return verify_output(directory, inv)
 
 
 LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T][\d:.]+\s*\|\s*\w+\s*\|\s*")
@@ -485,11 +510,13 @@ class Tier:
     # The bare job done by a reference tool on the same input (kcat for kafka, psql \copy for
     # postgres): the floor.
     limit: Optional[Invocation] = None
+    # Another project's tool doing the same job (dlt for rest), as users compare us with it.
+    peer: Optional[Invocation] = None
     # Further sides, each with its own Invocation.side (the members case: ours as 2 members).
     others: tuple[Invocation, ...] = ()
 
     def sides(self, wanted: list[str]) -> list[Invocation]:
-        return [inv for inv in (self.ours, self.original, self.limit, *self.others)
+        return [inv for inv in (self.ours, self.original, self.limit, self.peer, *self.others)
                 if inv is not None and inv.impl in wanted]
 
 
@@ -503,6 +530,8 @@ class Plan:
     warmup: Optional[Callable[[], contextlib.AbstractContextManager]] = None
     # How the tables name the tiers' limit side (the reference tool), when they have one.
     limit_name: str = "limit"
+    # How the tables name the tiers' peer side, when they have one.
+    peer_name: str = "peer"
     # The ratio rows, as RATIOS (None: RATIOS, ours over each other side).
     ratios: Optional[tuple[tuple[str, str, str], ...]] = None
 
@@ -639,12 +668,19 @@ destination:
   config:
     destination_id: out
 """
+            peer = None
+            if peer_version(self.args.dlt_python, "dlt"):
+                peer = Invocation("peer", lambda: [self.args.dlt_python, str(DLT_REST),
+                                                   holder["base_url"], str(PAGE_SIZE)],
+                                  lambda _: "", count, check_generator,
+                                  rb'(?m)^\{"id":(\d+),', raw_lines=True, verify=verify_dlt)
             return Tier(count,
                         Invocation("ours", [self.ours, "run", "{config}"], ours_yaml, count,
                                    check_generator),
                         Invocation("original", [self.original, "run", "{config}",
                                                 "--custom-source", str(REST_SOURCE)],
-                                   original_yaml, count, check_generator))
+                                   original_yaml, count, check_generator),
+                        peer=peer)
 
         @contextlib.contextmanager
         def server(count: int) -> Iterator[None]:
@@ -660,11 +696,17 @@ destination:
                 process.terminate()
                 process.wait()
 
+        dlt_version = peer_version(self.args.dlt_python, "dlt")
         return Plan(label="same loopback HTTP server (bench/servers/paged_server.py, pages of "
                           f"{PAGE_SIZE}, next-URL links): our rest_api source vs a custom source "
-                          "for the original using requests (bench/sources/rest_source.py)",
+                          "for the original using requests (bench/sources/rest_source.py)"
+                          + (f"; peer: dlt {dlt_version}'s rest_api source into its filesystem "
+                             "destination as uncompressed JSONL (bench/peers/dlt_rest.py)"
+                             if dlt_version else "; no peer: dlt is not installed (bench/run.sh "
+                             "makes bench/.venv-dlt)"),
                     same_yaml=False, tiers=[tier(n)], setup=lambda: server(n),
-                    warmup=lambda: server(PROBE_N))
+                    warmup=lambda: server(PROBE_N),
+                    peer_name=f"dlt {dlt_version}" if dlt_version else "peer")
 
     def kafka_pending(self) -> Optional[str]:
         """Why the cases reading kafka cannot run (our source, the broker, the producer's
@@ -1297,10 +1339,11 @@ MEMBER_METRICS = [
     ("wall_s", "s to N rows", "{:,.2f}", "lower"),
 ]
 
-SIDES = ("ours", "original", "limit")
+SIDES = ("ours", "original", "limit", "peer")
 # Ratio rows, per alternated pair: (name, numerator side, denominator side); by default ours over
 # each other side.
-RATIOS = (("ratio", "ours", "original"), ("ratio_limit", "ours", "limit"))
+RATIOS = (("ratio", "ours", "original"), ("ratio_limit", "ours", "limit"),
+          ("ratio_peer", "ours", "peer"))
 # The members case: its sides (Invocation.side) as its table shows them, and its ratio row.
 MEMBER_SIDES = {"ours_x1": "ours ×1", "ours_x2": "ours ×2"}
 MEMBER_RATIOS = (("ratio_members", "ours_x2", "ours_x1"),)
@@ -1359,7 +1402,8 @@ def markdown(report: dict) -> str:
             rows.append(f"| {title} | {tier['n']:,} | ours | " + " | ".join(
                 fmt(s["ours"][k]["median"], f) for k, _, f, _ in METRICS) + " |")
             for side, ratio, shown in (("original", "ratio", "original"),
-                                       ("limit", "ratio_limit", case.get("limit_name", "limit"))):
+                                       ("limit", "ratio_limit", case.get("limit_name", "limit")),
+                                       ("peer", "ratio_peer", case.get("peer_name", "peer"))):
                 if s.get(side, {}).get("wall_s", {}).get("median") is None:
                     continue
                 rows.append(f"| | | {shown} | " + " | ".join(
@@ -1529,7 +1573,7 @@ def run_case(harness: Harness, name: str, args: argparse.Namespace) -> dict:
         return {"name": name, "status": "pending", "reason": plan.reason}
     print(f"  {plan.label}", flush=True)
     case = {"name": name, "status": "ok", "label": plan.label, "same_yaml": plan.same_yaml,
-            "tiers": [], "limit_name": plan.limit_name}
+            "tiers": [], "limit_name": plan.limit_name, "peer_name": plan.peer_name}
     try:
         # One tiny run per side, not counted: warms the page cache and checks both accept the
         # config before the long runs.
@@ -1573,6 +1617,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ours", default=str(ROOT / "build" / "release" / "bizon"))
     parser.add_argument("--original", default=str(BENCH / ".venv" / "bin" / "bizon"))
+    parser.add_argument("--dlt-python", default=str(BENCH / ".venv-dlt" / "bin" / "python"),
+                        help="the interpreter with dlt installed (bench/run.sh makes it)")
     parser.add_argument("--runs", type=int, default=5, help="runs per side per case (default 5)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"multiplies N (default 1: {BASE_N:,} records, memory "
@@ -1587,10 +1633,11 @@ def main() -> int:
     parser.add_argument("--results", default=str(BENCH / "results"))
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
     parser.add_argument("--sides", default=",".join(SIDES),
-                        help="which sides run, of ours,original,limit (default all; the limit is "
-                             "the reference tool of a case that has one: kcat for kafka, "
-                             "psql \\copy for postgres; both sides of members, x1 and x2, are "
-                             "ours)")
+                        help="which sides run, of ours,original,limit,peer (default all; the "
+                             "limit is the reference tool of a case that has one: kcat for "
+                             "kafka, psql \\copy for postgres; the peer another project's tool "
+                             "doing the same job: dlt for rest; both sides of members, x1 and x2, "
+                             "are ours)")
     parser.add_argument("--keep-output", action="store_true", help="keep each run's directory")
     parser.add_argument("--note", default="",
                         help="a sentence on the conditions of the run, quoted under the table's "

@@ -141,8 +141,10 @@ std::string Excerpt(const void* data, size_t size) {
 }
 
 /// queued.max.messages.kbytes unless consumer_config sets it or librdkafka is older than 2.1
-/// (librdkafka's default: 65536).
-constexpr const char* kDefaultPrefetchKbytes = "16384";
+/// (librdkafka's default: 65536). With librdkafka 2.12, 1M messages of ~300 B into a file: 4 MiB
+/// reads as fast as 16 MiB (1.7-1.8 s) with 77 MiB peak RSS instead of 101-107 MiB; 2 MiB saves
+/// little more.
+constexpr const char* kDefaultPrefetchKbytes = "4096";
 
 /// Kafka's limit on a group.instance.id (as on a topic name).
 constexpr size_t kMaxInstanceIdSize = 249;
@@ -301,7 +303,7 @@ Status KafkaSource::CreateConsumer() {
   // librdkafka prefetches up to 64 MiB (and 100,000 messages) by default, beside the engine's
   // own queue. A smaller prefetch only pays from librdkafka 2.1 on: before it, a full prefetch
   // queue stops fetching for a fixed second (fetch.queue.backoff.ms came in 2.1), which a
-  // backlog hits at every refill, halving throughput. Then it is 16 MiB, refilled at once.
+  // backlog hits at every refill, halving throughput. Then it is 4 MiB, refilled at once.
   if (rd_kafka_version() >= 0x020100ff &&
       !HasSetting(options_.client_settings, "queued.max.messages.kbytes") &&
       !HasSetting(options_.client_settings, "fetch.queue.backoff.ms")) {
