@@ -55,6 +55,7 @@ GENERATOR_SOURCE = SOURCES / "generator_source.py"
 REST_SOURCE = SOURCES / "rest_source.py"
 PAGED_SERVER = BENCH / "servers" / "paged_server.py"
 DLT_REST = BENCH / "peers" / "dlt_rest.py"
+DLT_POSTGRES = BENCH / "peers" / "dlt_postgres.py"
 PARQUET_ORDER_SHIM = BENCH / "shims" / "original_parquet_order.py"
 
 # Records of about 300 bytes of JSON: {"id","name","updated_at","value","padding"}.
@@ -786,7 +787,7 @@ destination:
             return Pending(server)
         # A table per side, dropped after each run's check (the schema at the end).
         schema = f"bizon_bench_{os.getpid()}"
-        tables = {"ours": "bench_ours", "limit": "bench_copy"}
+        tables = {"ours": "bench_ours", "limit": "bench_copy", "peer": "items"}
         limit = f'"{schema}"."{tables["limit"]}"'
         holder: dict[str, Path] = {}
 
@@ -808,13 +809,25 @@ destination:
         def verify(impl: str) -> Callable[[Path, Invocation], Optional[str]]:
             return lambda _, inv: server.check_table(schema, tables[impl], inv.n)
 
+        def verify_dlt(_: Path, inv: Invocation) -> Optional[str]:
+            # dlt's own table shape: a column per field, and its load id and row id.
+            return server.check_table(schema, tables["peer"], inv.n, columns=DLT_POSTGRES_COLUMNS,
+                                      data=f"to_jsonb({tables['peer']})", record_id="id")
+
         def tier(count: int) -> Tier:
+            peer = None
+            if dlt_version:
+                # The run's "config" is the record count (the warm-up runs another N).
+                peer = Invocation("peer", [self.args.dlt_python, str(DLT_POSTGRES), server.url,
+                                           schema, "{config}", str(PAYLOAD_BYTES)],
+                                  lambda n: f"{n}\n", count, check_generator, verify=verify_dlt)
             return Tier(count,
                         Invocation("ours", [self.ours, "run", "{config}"], ours_yaml, count,
                                    check_generator, verify=verify("ours")),
                         None,
                         Invocation("limit", copy_argv, limit_table, count, check_generator,
-                                   verify=verify("limit")))
+                                   verify=verify("limit")),
+                        peer=peer)
 
         @contextlib.contextmanager
         def prepared(count: int) -> Iterator[None]:
@@ -832,15 +845,20 @@ destination:
                 rows.unlink(missing_ok=True)
 
         n = max(PROBE_N, int(POSTGRES_N * self.args.scale))
+        dlt_version = peer_version(self.args.dlt_python, "dlt")
         return Plan(label=f"our generator source into our postgres destination (full refresh, "
                           f"defaults) on {server.host}:{server.port}, {n:,} records; no original "
                           "side, the original bizon has no postgres destination: the ratio row "
                           "is ours/psql, against the limit: `psql -c \"\\copy ... FROM file\"` "
                           "of the same rows (COPY text, prepared before the run) into an empty "
                           "table of the same columns; each run's table is checked (columns, N "
-                          "rows, ids 0..N-1) and dropped",
+                          "rows, ids 0..N-1) and dropped"
+                          + (f"; peer: dlt {dlt_version} at its defaults loading the same records, "
+                             "made in Python, into a table of its own shape "
+                             "(bench/peers/dlt_postgres.py)" if dlt_version else ""),
                     same_yaml=True, tiers=[tier(n)], setup=lambda: prepared(n),
-                    warmup=lambda: prepared(PROBE_N), limit_name="psql")
+                    warmup=lambda: prepared(PROBE_N), limit_name="psql",
+                    peer_name=f"dlt {dlt_version}" if dlt_version else "peer")
 
     def plan_members(self) -> Plan | Pending:
         server = PostgresServer.from_env()
@@ -1134,6 +1152,11 @@ def token_endpoint(key_file: Path) -> Iterator[Path]:
 POSTGRES_COLUMNS = (("_bizon_id", "text"), ("_bizon_extracted_at", "timestamp with time zone"),
                     ("_bizon_loaded_at", "timestamp with time zone"), ("_source_record_id", "text"),
                     ("_source_timestamp", "timestamp with time zone"), ("_source_data", "jsonb"))
+# The table dlt makes of the same records at its defaults (the postgres case's peer).
+DLT_POSTGRES_COLUMNS = (("id", "bigint"), ("name", "character varying"),
+                        ("updated_at", "timestamp with time zone"), ("value", "bigint"),
+                        ("padding", "character varying"), ("_dlt_load_id", "character varying"),
+                        ("_dlt_id", "character varying"))
 
 
 @dataclass

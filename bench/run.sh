@@ -14,7 +14,7 @@
 # BIGQUERY_EMULATOR_HOST, STORAGE_EMULATOR_HOST, BIZON_GCS_BUCKET and BIZON_BIGQUERY_PROJECT (as
 # scripts/test-servers.sh start bigquery gcs prints them) enable the bigquery case (bizon[bigquery]);
 # BIZON_BENCH_ORIGINAL overrides the pip requirement of the original (default bizon==0.6.4);
-# BIZON_BENCH_DLT that of dlt, the rest case's peer (default dlt==1.31.0);
+# BIZON_BENCH_DLT that of dlt, the rest and postgres cases' peer (default dlt[postgres]==1.31.0);
 # BIZON_BENCH_PYTHON picks the interpreter for the venv (3.10 to 3.12; default python3).
 # Not run by CI: it takes about 15 minutes at the default scale.
 set -euo pipefail
@@ -58,9 +58,9 @@ if [[ ! -x "$venv/bin/bizon" || ! -f "$stamp" || "$(cat "$stamp")" != "${require
   echo "${requirements[*]}" > "$stamp"
 fi
 
-# 1b. dlt, the peer of the rest case, in a venv of its own (its dependencies and the original's
+# 1b. dlt, the peer of the rest and postgres cases, in a venv of its own (its dependencies and the original's
 # need not agree).
-dlt_requirement="${BIZON_BENCH_DLT:-dlt==1.31.0}"
+dlt_requirement="${BIZON_BENCH_DLT:-dlt[postgres]==1.31.0}"
 dlt_venv="$bench/.venv-dlt"
 if [[ ! -x "$dlt_venv/bin/python" || "$(cat "$dlt_venv/.installed" 2>/dev/null)" != "$dlt_requirement" ]]; then
   echo "bench: installing $dlt_requirement into $dlt_venv"
