@@ -3,7 +3,7 @@ loaded by dlt into PostgreSQL at dlt's defaults (its postgres destination, table
 dataset named on the command line, which dlt creates as a schema).
 
 The records are those of bench/sources/generator_source.py (and of our built-in generator):
-{"id", "name", "updated_at", "value", "padding"}. dlt keeps its pipeline state and load packages
+{"id", "name", "updated_at", "value", "padding"}, made by bench/servers/paged_server.py's record(). dlt keeps its pipeline state and load packages
 under ./dlt (pipelines_dir).
 
 Usage: dlt_postgres.py <libpq URI> <dataset> <file holding the record count> <payload bytes>
@@ -11,11 +11,14 @@ Usage: dlt_postgres.py <libpq URI> <dataset> <file holding the record count> <pa
 
 import os
 import sys
-from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import dlt
 
-START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+# The generator's records, as the rest case's server renders them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
+from paged_server import record  # noqa: E402
+
 PAGE = 1000
 
 
@@ -31,18 +34,7 @@ def main() -> int:
     @dlt.resource(name="items", write_disposition="replace")
     def items():
         for offset in range(0, count, PAGE):
-            page = []
-            for i in range(offset, min(count, offset + PAGE)):
-                data = {
-                    "id": i,
-                    "name": f"record-{i}",
-                    "updated_at": (START + timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-                    "value": (i * 7919) % 1000,
-                }
-                if padding:
-                    data["padding"] = padding
-                page.append(data)
-            yield page
+            yield [record(i, padding) for i in range(offset, min(count, offset + PAGE))]
 
     pipeline = dlt.pipeline(pipeline_name="bench_postgres", destination="postgres",
                             dataset_name=dataset, pipelines_dir=os.path.join(here, "dlt"))
