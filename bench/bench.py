@@ -809,17 +809,26 @@ destination:
         def verify(impl: str) -> Callable[[Path, Invocation], Optional[str]]:
             return lambda _, inv: server.check_table(schema, tables[impl], inv.n)
 
+        # dlt's dataset: a schema of its own, with dlt's state tables beside the data, dropped
+        # after each run so that the next one starts as new.
+        dataset = f"{schema}_dlt"
+
         def verify_dlt(_: Path, inv: Invocation) -> Optional[str]:
             # dlt's own table shape: a column per field, and its load id and row id.
-            return server.check_table(schema, tables["peer"], inv.n, columns=DLT_POSTGRES_COLUMNS,
-                                      data=f"to_jsonb({tables['peer']})", record_id="id")
+            try:
+                return server.check_table(dataset, tables["peer"], inv.n,
+                                          columns=DLT_POSTGRES_COLUMNS,
+                                          data=f"to_jsonb({tables['peer']})", record_id="id")
+            finally:
+                with contextlib.suppress(RunFailed):
+                    server.psql(f'DROP SCHEMA IF EXISTS "{dataset}" CASCADE')
 
         def tier(count: int) -> Tier:
             peer = None
             if dlt_version:
                 # The run's "config" is the record count (the warm-up runs another N).
                 peer = Invocation("peer", [self.args.dlt_python, str(DLT_POSTGRES), server.url,
-                                           schema, "{config}", str(PAYLOAD_BYTES)],
+                                           dataset, "{config}", str(PAYLOAD_BYTES)],
                                   lambda n: f"{n}\n", count, check_generator, verify=verify_dlt)
             return Tier(count,
                         Invocation("ours", [self.ours, "run", "{config}"], ours_yaml, count,
