@@ -281,6 +281,11 @@ Status PgConnection::ErrorFrom(const pg_result* result, std::string_view what) c
   StatusCode code = state != nullptr ? CodeForSqlState(state) : StatusCode::kInternal;
   if (PQstatus(conn_) != CONNECTION_OK) code = StatusCode::kUnavailable;
   if (state != nullptr) detail += fmt::format(" (SQLSTATE {})", state);
+  if (code == StatusCode::kUnavailable) {
+    // Server-side texts such as "terminating connection due to administrator command" do not
+    // say which server went away.
+    detail += fmt::format("; the PostgreSQL server at {} is unavailable", Describe());
+  }
   return Status(code, fmt::format("could not {}: {}", what, detail), failure_class_);
 }
 

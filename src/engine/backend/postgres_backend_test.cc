@@ -4,6 +4,7 @@
 // saying so. The shared contract is in backend_conformance_test.cc.
 #include "engine/backend/postgres_backend.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,6 +230,26 @@ TEST_F(PostgresBackendTest, ALostConnectionIsReopenedTheCallResentAndTheLockTake
   ASSERT_OK(backend_->CreateDestinationCursor(cursor));
   EXPECT_EQ(backend_->CreateDestinationCursor(cursor).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(ValueOrDie(backend_->GetWrittenRowCount(job.id)), 5);
+}
+
+TEST_F(PostgresBackendTest, ASessionCutInsideATransactionNamesTheServer) {
+  auto own = ValueOrDie(PgConnection::Connect(settings_, FailureClass::kDestination));
+  ASSERT_TRUE(own->Execute("BEGIN", "begin").has_value());
+  std::string pid(ValueOrDie(own->Execute("SELECT pg_backend_pid()", "read the pid")).Text(0, 0));
+  ASSERT_TRUE(
+      admin_
+          ->Query("SELECT pg_terminate_backend($1::int)", "terminate the session", std::stoll(pid))
+          .has_value());
+  // Inside a transaction nothing is resent: the statement fails, and its message says which
+  // server went away (the server's own text, "terminating connection due to administrator
+  // command", does not).
+  auto failed = own->Execute("SELECT 1", "load rows");
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_EQ(failed.error().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(failed.error().failure_class(), FailureClass::kDestination);
+  std::string expected = fmt::format("the PostgreSQL server at {}:{}/{} is unavailable",
+                                     settings_.host, settings_.port, settings_.database);
+  EXPECT_NE(failed.error().message().find(expected), std::string::npos) << failed.error().message();
 }
 
 TEST_F(PostgresBackendTest, UnreachableServerIsUnavailable) {
