@@ -2,6 +2,7 @@
 // settings, the registry's factory), then read with Get() to the end, each pagination going
 // through its stored JSON form as a resume would: every record once, and an end.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -25,7 +26,10 @@ class SourceGetLoopTest : public testing::Test {
   void SetUp() override { ASSERT_TRUE(RegisterBuiltinConnectors(registry_).ok()); }
 
   Loop ReadAll(const std::string& source_yaml) {
-    std::string path = testing::TempDir() + "/source_get_loop_test.yml";
+    // One file per test: ctest runs the tests of this binary in parallel processes.
+    std::string path = testing::TempDir() + "/source_get_loop_" +
+                       testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                       std::to_string(getpid()) + ".yml";
     std::ofstream(path) << "name: get-loop\nsource:\n"
                         << source_yaml << "destination:\n  name: logger\n  config: {}\n";
     auto loaded = LoadPipelineConfig(path, registry_, LoadOptions{});
