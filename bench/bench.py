@@ -201,7 +201,7 @@ def peer_version(python: str, package: str) -> Optional[str]:
     done = subprocess.run([python, "-c", f"import importlib.metadata as m; "
                                          f"print(m.version({package!r}))"],
                           capture_output=True, text=True, check=False)
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
 def verify_dlt(directory: Path, inv: Invocation) -> Optional[str]:
@@ -551,6 +551,8 @@ class Harness:
         self.original = args.original
         self._probes: dict[str, Optional[str]] = {}
         self._source_list: Optional[str] = None
+        # dlt's version where the rest and postgres cases' peer can run, else None.
+        self.dlt_version = peer_version(args.dlt_python, "dlt")
 
     # ---- probes of OUR binary (None = available, else the reason it is not)
 
@@ -670,7 +672,7 @@ destination:
     destination_id: out
 """
             peer = None
-            if peer_version(self.args.dlt_python, "dlt"):
+            if self.dlt_version:
                 peer = Invocation("peer", lambda: [self.args.dlt_python, str(DLT_REST),
                                                    holder["base_url"], str(PAGE_SIZE)],
                                   lambda _: "", count, check_generator,
@@ -697,7 +699,7 @@ destination:
                 process.terminate()
                 process.wait()
 
-        dlt_version = peer_version(self.args.dlt_python, "dlt")
+        dlt_version = self.dlt_version
         return Plan(label="same loopback HTTP server (bench/servers/paged_server.py, pages of "
                           f"{PAGE_SIZE}, next-URL links): our rest_api source vs a custom source "
                           "for the original using requests (bench/sources/rest_source.py)"
@@ -825,7 +827,7 @@ destination:
 
         def tier(count: int) -> Tier:
             peer = None
-            if dlt_version:
+            if self.dlt_version:
                 # The run's "config" is the record count (the warm-up runs another N).
                 peer = Invocation("peer", [self.args.dlt_python, str(DLT_POSTGRES), server.url,
                                            dataset, "{config}", str(PAYLOAD_BYTES)],
@@ -854,7 +856,7 @@ destination:
                 rows.unlink(missing_ok=True)
 
         n = max(PROBE_N, int(POSTGRES_N * self.args.scale))
-        dlt_version = peer_version(self.args.dlt_python, "dlt")
+        dlt_version = self.dlt_version
         return Plan(label=f"our generator source into our postgres destination (full refresh, "
                           f"defaults) on {server.host}:{server.port}, {n:,} records; no original "
                           "side, the original bizon has no postgres destination: the ratio row "

@@ -8,8 +8,8 @@ build_packages=(
   libyaml-cpp-dev libsimdjson-dev libcurl4-openssl-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libpq-dev librabbitmq-dev libavro-dev libssl-dev
   # librdkafka is built from source by scripts/librdkafka.sh (Debian's 2.0.2 cannot do SCRAM
-  # with Kafka 4): its own dependencies, and npm, which fetches its pinned source package.
-  libzstd-dev libsasl2-dev zlib1g-dev npm
+  # with Kafka 4): its own dependencies (npm, which fetches its pinned source package, below).
+  libzstd-dev libsasl2-dev zlib1g-dev
   python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
   clang-format
   # CPack's .deb generator (dpkg-shlibdeps from build-essential's dpkg-dev needs it too).
@@ -48,20 +48,15 @@ for option in "$@"; do
 done
 
 
+# npm: Debian's package only where no npm is on PATH (a Node.js of its own will do).
+if ! command -v npm >/dev/null; then wanted+=(npm); fi
+
 missing=()
 for package in "${wanted[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$package")
   fi
 done
-
-# npm is often there already without Debian's package (a Node.js of its own): that one will do.
-if command -v npm >/dev/null; then
-  for i in "${!missing[@]}"; do
-    [[ "${missing[$i]}" == npm ]] && unset 'missing[i]'
-  done
-  missing=("${missing[@]}")
-fi
 
 if ((${#missing[@]} > 0)); then
   echo "install-deps: installing ${missing[*]}"

@@ -5,13 +5,6 @@
 
 namespace bizon::kafka {
 
-std::string SaslMechanism(const ClientSettings& settings) {
-  for (const auto& [key, value] : settings) {
-    if (key == "sasl.mechanisms" || key == "sasl.mechanism") return value;
-  }
-  return "";
-}
-
 void LastClientError::OnError(int error, std::string text) {
   std::lock_guard lock(mutex_);
   if (error == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && !text_.empty()) return;
@@ -34,22 +27,11 @@ void LastClientError::Clear() {
   text_.clear();
 }
 
-bool ScramRejectedByKafka4() { return rd_kafka_version() < 0x020601ff; }
-
-std::string ConnectionHint(const ClientSettings& settings, std::string_view last_error) {
+std::string ConnectionHint(std::string_view last_error) {
   if (last_error.empty()) return "";
   std::string hint = fmt::format("; last client error: {}", last_error);
-  if (SaslMechanism(settings).starts_with("SCRAM") &&
-      last_error.find("SASL authentication error") != std::string_view::npos &&
-      ScramRejectedByKafka4()) {
-    hint += fmt::format(
-        " (if the credentials are right: librdkafka {} computes SCRAM proofs that Kafka 4 "
-        "brokers reject as invalid credentials, fixed in librdkafka 2.6.1; use PLAIN over "
-        "SASL_SSL with such a broker, or a newer librdkafka)",
-        rd_kafka_version_str());
-  }
-  // Older librdkafka says this itself ("might be caused by incorrect security.protocol"); since
-  // 2.x the log line only names the state the connection was closed in.
+  // librdkafka sometimes says this itself ("might be caused by incorrect security.protocol");
+  // more often its log line only names the state the connection was closed in.
   if (last_error.find("APIVERSION_QUERY") != std::string_view::npos &&
       last_error.find("security.protocol") == std::string_view::npos) {
     hint +=

@@ -5,19 +5,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace bizon::kafka {
-
-using ClientSettings = std::vector<std::pair<std::string, std::string>>;
-
-/// The SASL mechanism the settings select ("" when none is set).
-std::string SaslMechanism(const ClientSettings& settings);
-
-/// True when the linked librdkafka computes SCRAM proofs that Kafka 4 brokers reject: versions
-/// before 2.6.1 append the client nonce twice, which brokers since 4.0 check strictly.
-bool ScramRejectedByKafka4();
 
 /// The last error a client reported (a refused login, a failed TLS handshake, a listener that
 /// speaks another protocol), for the message of a connection that does not come up. Fed by the
@@ -39,9 +28,9 @@ class LastClientError {
 };
 
 /// Text appended to a failed connection's message: "; last client error: <error>" and, for a
-/// SCRAM authentication failure with such a librdkafka, why; for a connection the broker closed
-/// before answering its first request, that security.protocol likely does not match the listener.
-/// Empty when `last_error` is. `last_error` must already be free of secrets.
-std::string ConnectionHint(const ClientSettings& settings, std::string_view last_error);
+/// connection the broker closed before answering its first request, that security.protocol
+/// likely does not match the listener. Empty when `last_error` is. `last_error` must already be
+/// free of secrets.
+std::string ConnectionHint(std::string_view last_error);
 
 }  // namespace bizon::kafka

@@ -116,9 +116,9 @@ Status EnsureTopic(rd_kafka_t* handle, const KafkaQueueConfig& config) {
   rd_kafka_resp_err_t err = rd_kafka_metadata(handle, 1, nullptr, &metadata, 10'000);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     ServeErrorEvents(handle);
-    return KafkaError(fmt::format(
-        "cannot reach the brokers at {}: {}{}", config.bootstrap_servers, rd_kafka_err2str(err),
-        kafka::ConnectionHint(config.client_settings, LastClientError().Get())));
+    return KafkaError(fmt::format("cannot reach the brokers at {}: {}{}", config.bootstrap_servers,
+                                  rd_kafka_err2str(err),
+                                  kafka::ConnectionHint(LastClientError().Get())));
   }
   bool exists = false;
   for (int i = 0; i < metadata->topic_cnt; ++i) {

@@ -140,10 +140,9 @@ std::string Excerpt(const void* data, size_t size) {
   return BodyExcerpt(std::string_view(static_cast<const char*>(data), size), 200);
 }
 
-/// queued.max.messages.kbytes unless consumer_config sets it or librdkafka is older than 2.1
-/// (librdkafka's default: 65536). With librdkafka 2.12, 1M messages of ~300 B into a file: 4 MiB
-/// reads as fast as 16 MiB (1.7-1.8 s) with 77 MiB peak RSS instead of 101-107 MiB; 2 MiB saves
-/// little more.
+/// queued.max.messages.kbytes unless consumer_config sets it (librdkafka's default: 65536). 1M
+/// messages of ~300 B into a file: 4 MiB reads as fast as 16 MiB (1.7-1.8 s) with 77 MiB peak RSS
+/// instead of 101-107 MiB; 2 MiB saves little more.
 constexpr const char* kDefaultPrefetchKbytes = "4096";
 
 /// Kafka's limit on a group.instance.id (as on a topic name).
@@ -301,11 +300,9 @@ Status KafkaSource::CreateConsumer() {
     rd_kafka_conf_set(conf, "enable.partition.eof", "true", error, sizeof(error));
   }
   // librdkafka prefetches up to 64 MiB (and 100,000 messages) by default, beside the engine's
-  // own queue. A smaller prefetch only pays from librdkafka 2.1 on: before it, a full prefetch
-  // queue stops fetching for a fixed second (fetch.queue.backoff.ms came in 2.1), which a
-  // backlog hits at every refill, halving throughput. Then it is 4 MiB, refilled at once.
-  if (rd_kafka_version() >= 0x020100ff &&
-      !HasSetting(options_.client_settings, "queued.max.messages.kbytes") &&
+  // own queue. 4 MiB, refilled 10 ms after it fills, reads as fast (fetch.queue.backoff.ms, from
+  // librdkafka 2.1; before it a full prefetch queue stopped fetching for a whole second).
+  if (!HasSetting(options_.client_settings, "queued.max.messages.kbytes") &&
       !HasSetting(options_.client_settings, "fetch.queue.backoff.ms")) {
     rd_kafka_conf_set(conf, "queued.max.messages.kbytes", kDefaultPrefetchKbytes, error,
                       sizeof(error));
@@ -406,7 +403,7 @@ Result<std::map<std::string, int>> KafkaSource::FetchPartitionCounts() {
     return Fail(UnavailableError(
         fmt::format("Kafka connection failed: {} (bootstrap servers {}, within {} s){}",
                     rd_kafka_err2str(error), options_.bootstrap_servers,
-                    options_.consumer_timeout_s, ConnectionHint(options_.client_settings, last))));
+                    options_.consumer_timeout_s, ConnectionHint(last))));
   }
   std::map<std::string, int> counts;
   for (int i = 0; i < metadata->topic_cnt; ++i) {
