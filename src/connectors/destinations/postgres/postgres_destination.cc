@@ -636,6 +636,7 @@ Status PostgresDestination::RollBackUncommitted(TableState& table, int64_t commi
 }
 
 Status PostgresDestination::Open(const Value& resume_state) {
+  last_state_ = resume_state;
   BIZON_ASSIGN_OR_RETURN(connection_,
                          PgConnection::Connect(connection_settings_, FailureClass::kDestination));
   quoted_schema_ = connection_->QuoteIdentifier(schema_);
@@ -726,13 +727,9 @@ Status PostgresDestination::AppendRows(const RecordBatch& records, const std::ve
   return connection_->PutCopyData(out);
 }
 
-Result<Value> PostgresDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
-  if (connection_ == nullptr) {
-    return Fail(InternalError("the postgres destination was written before it was opened"));
-  }
-  encoder_->ReseedAfterFork();
-  // Rows by target table, in order of first appearance.
-  std::vector<std::pair<std::string, std::vector<size_t>>> groups;
+Result<std::vector<std::pair<PostgresDestination::TableState*, std::vector<size_t>>>>
+PostgresDestination::GroupByTable(const RecordBatch& records) {
+  std::vector<std::pair<std::string_view, std::vector<size_t>>> groups;
   if (!records.has_destination_ids()) {
     std::vector<size_t> all(records.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -744,51 +741,110 @@ Result<Value> PostgresDestination::Write(const RecordBatch& records, int64_t loa
       auto group = std::find_if(groups.begin(), groups.end(),
                                 [&](const auto& entry) { return entry.first == id; });
       if (group == groups.end()) {
-        groups.emplace_back(std::string(id), std::vector<size_t>());
+        groups.emplace_back(id, std::vector<size_t>());
         group = std::prev(groups.end());
       }
       group->second.push_back(i);
     }
   }
-
   // Every name is checked before the first statement: a refused id fails the write with
   // nothing of it sent, not even the staging tables of the batch's acceptable ids.
-  for (const auto& [name, rows] : groups) {
-    BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(name));
-    (void)table;
-  }
-  BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
-  BIZON_ASSIGN_OR_RETURN(PgResult next,
-                         connection_->Query("SELECT nextval($1::regclass)", "allocate a load id",
-                                            Qualified(kLoadSequence)));
-  int64_t load_id = next.Int64(0, 0);
-  std::vector<TableState*> newly_tracked;
-  for (const auto& [name, rows] : groups) {
+  std::vector<std::pair<TableState*, std::vector<size_t>>> tables;
+  for (auto& [name, rows] : groups) {
     BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(name));
     if (table->published) {
       return Fail(InternalError(
           fmt::format("the postgres destination was written after it published {}", name)));
     }
-    BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(name));
-    if (!table->tracked) {
-      BIZON_RETURN_IF_ERROR(Track(*table));
-      newly_tracked.push_back(table);
-    }
-    BIZON_RETURN_IF_ERROR(
-        connection_->BeginCopy(fmt::format("COPY {} ({}, {}) FROM STDIN", Qualified(table->staging),
-                                           ColumnList(*columns), kLoadIdColumn),
-                               "load rows with COPY"));
-    BIZON_RETURN_IF_ERROR(AppendRows(records, rows, *columns, load_id, loaded_at_us));
-    BIZON_ASSIGN_OR_RETURN(int64_t copied, connection_->EndCopy());
-    BIZON_RETURN_IF_ERROR(connection_->Run(
-        fmt::format("INSERT INTO {} (load_id, job_id, table_name, staging_name, kind, rows)"
-                    " VALUES ($1, $2, $3, $4, 'write', $5)",
-                    Qualified(kLoadLog)),
-        "log the load", load_id, sync_.job_id, table->name, table->staging, copied));
+    tables.emplace_back(table, std::move(rows));
   }
-  BIZON_RETURN_IF_ERROR(transaction.Commit());
-  for (TableState* table : newly_tracked) table->tracked = true;
-  return Value(Value::Map{{"load_id", Value(load_id)}});
+  return tables;
+}
+
+Result<Value> PostgresDestination::Write(const RecordBatch& records, int64_t loaded_at_us) {
+  if (connection_ == nullptr) {
+    return Fail(InternalError("the postgres destination was written before it was opened"));
+  }
+  if (load_) {
+    return Fail(InternalError("the postgres destination was written with an appended load open"));
+  }
+  BIZON_RETURN_IF_ERROR(Append(records, loaded_at_us));
+  return Sync();
+}
+
+Status PostgresDestination::EndAppendCopy() {
+  if (!load_ || load_->copying == nullptr) return Status::Ok();
+  TableState* table = std::exchange(load_->copying, nullptr);
+  BIZON_ASSIGN_OR_RETURN(int64_t copied, connection_->EndCopy());
+  auto counted = std::find_if(load_->rows.begin(), load_->rows.end(),
+                              [&](const auto& entry) { return entry.first == table; });
+  if (counted == load_->rows.end()) {
+    load_->rows.emplace_back(table, copied);
+  } else {
+    counted->second += copied;
+  }
+  return Status::Ok();
+}
+
+Status PostgresDestination::Append(const RecordBatch& records, int64_t loaded_at_us) {
+  if (connection_ == nullptr) {
+    return InternalError("the postgres destination was written before it was opened");
+  }
+  encoder_->ReseedAfterFork();
+  Status appended = [&]() -> Status {
+    BIZON_ASSIGN_OR_RETURN(auto groups, GroupByTable(records));
+    if (!load_) {
+      BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
+      BIZON_ASSIGN_OR_RETURN(
+          PgResult next, connection_->Query("SELECT nextval($1::regclass)", "allocate a load id",
+                                            Qualified(kLoadSequence)));
+      load_.emplace(OpenLoad{.transaction = std::move(transaction), .load_id = next.Int64(0, 0)});
+    }
+    for (const auto& [table, rows] : groups) {
+      BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table->name));
+      if (load_->copying != table) {
+        BIZON_RETURN_IF_ERROR(EndAppendCopy());
+        bool tracking = std::find(load_->newly_tracked.begin(), load_->newly_tracked.end(),
+                                  table) != load_->newly_tracked.end();
+        if (!table->tracked && !tracking) {
+          BIZON_RETURN_IF_ERROR(Track(*table));
+          load_->newly_tracked.push_back(table);
+        }
+        BIZON_RETURN_IF_ERROR(connection_->BeginCopy(
+            fmt::format("COPY {} ({}, {}) FROM STDIN", Qualified(table->staging),
+                        ColumnList(*columns), kLoadIdColumn),
+            "load rows with COPY"));
+        load_->copying = table;
+      }
+      BIZON_RETURN_IF_ERROR(AppendRows(records, rows, *columns, load_->load_id, loaded_at_us));
+    }
+    return Status::Ok();
+  }();
+  if (!appended.ok()) load_.reset();  // Rolls the whole load back: the run fails with it.
+  return appended;
+}
+
+Result<Value> PostgresDestination::Sync() {
+  if (!load_) return last_state_;
+  Status committed = [&]() -> Status {
+    BIZON_RETURN_IF_ERROR(EndAppendCopy());
+    for (const auto& [table, rows] : load_->rows) {
+      BIZON_RETURN_IF_ERROR(connection_->Run(
+          fmt::format("INSERT INTO {} (load_id, job_id, table_name, staging_name, kind, rows)"
+                      " VALUES ($1, $2, $3, $4, 'write', $5)",
+                      Qualified(kLoadLog)),
+          "log the load", load_->load_id, sync_.job_id, table->name, table->staging, rows));
+    }
+    return load_->transaction.Commit();
+  }();
+  if (!committed.ok()) {
+    load_.reset();
+    return Fail(committed);
+  }
+  for (TableState* table : load_->newly_tracked) table->tracked = true;
+  last_state_ = Value(Value::Map{{"load_id", Value(load_->load_id)}});
+  load_.reset();
+  return last_state_;
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -862,6 +918,7 @@ Status PostgresDestination::Publish(TableState& table) {
 }
 
 Status PostgresDestination::Finalize() {
+  if (load_) return InternalError("the postgres destination was finalized with a load open");
   if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();  // Written in place.
   if (connection_ == nullptr) {
     return InternalError("the postgres destination was finalized before it was opened");

@@ -13,7 +13,8 @@
 // `_bizon_load_id`, the load that wrote each row; a published full refresh or incremental table
 // does not (it is dropped at the swap, not copied by the append), a stream table keeps it.
 //
-// Exactly-once: each Write() is one transaction that COPYs the rows tagged with a fresh load id
+// Exactly-once: each load (the batches Append()ed between two Sync()s, or one Write()) is one
+// transaction that COPYs the rows tagged with a fresh load id
 // (from the sequence `_bizon_load_id`) and logs that load in `_bizon_loads` (load id, job id,
 // table, rows), then returns {"load_id": N}, which the engine records with the destination
 // cursor. On resume, Open() deletes every row of this job's loads newer than the recorded one:
@@ -74,6 +75,12 @@ class PostgresDestination final : public Destination {
 
   Status Open(const Value& resume_state) override;
   Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
+  /// Append() COPYs each batch as it arrives, inside one open transaction and under one load id;
+  /// Sync() ends the COPY, logs the load and commits: the same transaction Write() makes, without
+  /// holding buffer_size bytes of rows first.
+  bool CanAppend() const override { return true; }
+  Status Append(const RecordBatch& records, int64_t loaded_at_us) override;
+  Result<Value> Sync() override;
   Status Finalize() override;
   Status OnJobSucceeded() override;
 
@@ -103,6 +110,12 @@ class PostgresDestination final : public Destination {
   Status Track(TableState& table);
   Status LockTable(std::string_view table);
   Status RollBackUncommitted(TableState& table, int64_t committed_load);
+  /// The rows of `records` by target table, in order of first appearance; every table name
+  /// checked (a refused one fails with nothing sent).
+  Result<std::vector<std::pair<TableState*, std::vector<size_t>>>> GroupByTable(
+      const RecordBatch& records);
+  /// Ends the COPY in progress of the open load, if any, adding its rows to the table's count.
+  Status EndAppendCopy();
   Status AppendRows(const RecordBatch& records, const std::vector<size_t>& rows,
                     const std::vector<Column>& columns, int64_t load_id, int64_t loaded_at_us);
   Status Publish(TableState& table);
@@ -118,6 +131,20 @@ class PostgresDestination final : public Destination {
   std::unique_ptr<PgConnection> connection_;
   std::string quoted_schema_;
   std::map<std::string, TableState, std::less<>> tables_;
+  /// The load Append() has open (between the first Append() after a Sync() and the next Sync()):
+  /// its transaction (after connection_, so destroyed first: an abandoned load rolls back), its
+  /// id, the table whose COPY is in progress, the rows COPYed into each table, and the tables it
+  /// tracked (marked tracked once it commits).
+  struct OpenLoad {
+    PgTransaction transaction;
+    int64_t load_id = 0;
+    TableState* copying = nullptr;
+    std::vector<std::pair<TableState*, int64_t>> rows;
+    std::vector<TableState*> newly_tracked;
+  };
+  std::optional<OpenLoad> load_;
+  /// What the last committed load returned ({"load_id": N}), or the resumed job's state.
+  Value last_state_;
 
   /// Turns records into COPY text: reused buffers, parser and formatting caches.
   struct RowEncoder;

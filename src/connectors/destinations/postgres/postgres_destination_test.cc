@@ -441,5 +441,64 @@ TEST_F(PostgresDestinationTest, ARefusedRecordIdFailsTheWriteAndPublishesNothing
   EXPECT_FALSE(Exists(std::string(59, 'l') + "_tem"));  // What a silent truncation would make.
 }
 
+TEST_F(PostgresDestinationTest, AppendedBatchesCommitAsOneLoadAtSync) {
+  auto destination = Make(SyncMode::kIncremental, "job1");
+  ASSERT_TRUE(destination->CanAppend());
+  ASSERT_OK(destination->Open(Value()));
+  // Nothing appended yet: Sync() hands back the state it was opened with.
+  EXPECT_TRUE(ValueOrDie(destination->Sync()).is_null());
+
+  ASSERT_OK(destination->Append(Batch(0, 2), NowMicros()));
+  RecordBatch routed;
+  routed.Add("2", R"({"id":2})", 0);
+  routed.Add("100", R"({"id":100})", 0, "Side Table");
+  routed.Add("3", R"({"id":3})", 0);
+  ASSERT_OK(destination->Append(routed, NowMicros()));
+  ASSERT_OK(destination->Append(Batch(4, 6), NowMicros()));
+  // The load is one open transaction: another session sees none of it yet.
+  EXPECT_EQ(Ids("Out Table_incremental"), "");
+  EXPECT_FALSE(Exists("Side Table_incremental"));
+
+  Value state = ValueOrDie(destination->Sync());
+  ASSERT_TRUE(state.Find("load_id") != nullptr);
+  EXPECT_EQ(Ids("Out Table_incremental"), "0,1,2,3,4,5");
+  EXPECT_EQ(Ids("Side Table_incremental"), "100");
+  // One log row per table of the load, with the rows of every COPY into it summed.
+  auto logged = ValueOrDie(
+      admin_->Query("SELECT string_agg(table_name || '=' || rows, ',' ORDER BY table_name) FROM " +
+                        schema_ + "._bizon_loads WHERE load_id = $1 AND kind = 'write'",
+                    "read the load log", state.Find("load_id")->AsInteger()));
+  EXPECT_EQ(logged.Text(0, 0), "Out Table=6,Side Table=1");
+  // A second Sync() with nothing appended since returns the same state and logs nothing.
+  EXPECT_EQ(ValueOrDie(destination->Sync()).ToJson(), state.ToJson());
+
+  // Appended after the last recorded state, then a crash: the resumed job sees none of it.
+  ASSERT_OK(destination->Append(Batch(6, 9), NowMicros()));
+  destination.reset();
+  auto resumed = Make(SyncMode::kIncremental, "job1");
+  ASSERT_OK(resumed->Open(state));
+  EXPECT_EQ(Ids("Out Table_incremental"), "0,1,2,3,4,5");
+  ASSERT_OK(resumed->Append(Batch(6, 8), NowMicros()));
+  ASSERT_TRUE(ValueOrDie(resumed->Sync()).Find("load_id") != nullptr);
+  ASSERT_OK(resumed->Finalize());
+  EXPECT_EQ(Ids("Out Table"), "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(Ids("Side Table"), "100");
+}
+
+TEST_F(PostgresDestinationTest, AFailedAppendRollsTheOpenLoadBack) {
+  auto destination = Make(SyncMode::kStream, "job1");
+  ASSERT_OK(destination->Open(Value()));
+  Value state = ValueOrDie(destination->Write(Batch(0, 2), NowMicros()));
+  ASSERT_OK(destination->Append(Batch(2, 4), NowMicros()));
+  RecordBatch refused = Batch(4, 5);
+  refused.Add("5", R"({"id":5})", 0, "_bizon_loads");
+  Status appended = destination->Append(refused, NowMicros());
+  ASSERT_FALSE(appended.ok());
+  EXPECT_EQ(appended.failure_class(), FailureClass::kDestination);
+  // The rows appended before the failure went with it; the committed load stayed.
+  EXPECT_EQ(Ids("Out Table"), "0,1");
+  EXPECT_EQ(ValueOrDie(destination->Sync()).ToJson(), state.ToJson());
+}
+
 }  // namespace
 }  // namespace bizon
