@@ -8,6 +8,10 @@
 # 2. The release binary: scripts/build.sh release (skip with BIZON_BIN=/path/to/bizon).
 # 3. bench/bench.py with the remaining arguments: results in bench/results/<timestamp>/.
 #
+# Servers: unless BIZON_BENCH_KAFKA or BIZON_BENCH_POSTGRES is set, or BIZON_BENCH_SERVERS=none,
+# it starts the test suite's Kafka broker and PostgreSQL on loopback (scripts/test-servers.sh; the
+# first time installs them: `scripts/install-deps.sh --with-test-servers`, then Maven fetches the
+# broker's jars), points the kafka, postgres and members cases at them, and stops them at the end.
 # Environment: BIZON_BENCH_KAFKA=host:port enables the kafka case (installs bizon[kafka]);
 # BIZON_BENCH_POSTGRES=postgresql://user:password@host:port/database (a libpq URI) enables the
 # postgres and members cases (BIZON_BENCH_KAFKA too for members);
@@ -31,8 +35,28 @@ if ! "$python" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] < (
 fi
 
 # Build dependencies and the bench tools (kcat, psql, GNU time), idempotent; python3-venv is
-# checked below.
-"$root/scripts/install-deps.sh" --with-bench
+# checked below. With the servers started here, also what they need (PostgreSQL, Java, Maven).
+own_servers=0
+if [[ -z "${BIZON_BENCH_KAFKA:-}" && -z "${BIZON_BENCH_POSTGRES:-}" &&
+      "${BIZON_BENCH_SERVERS:-}" != none ]]; then
+  own_servers=1
+  "$root/scripts/install-deps.sh" --with-bench --with-test-servers
+else
+  "$root/scripts/install-deps.sh" --with-bench
+fi
+if ((own_servers)); then
+  started=()  # Stopped again at the end; servers already running stay up.
+  for server in kafka postgres; do
+    "$root/scripts/test-servers.sh" status "$server" 2>/dev/null || started+=("$server")
+  done
+  echo "bench: starting Kafka and PostgreSQL on loopback (scripts/test-servers.sh)"
+  eval "$("$root/scripts/test-servers.sh" start kafka postgres)"
+  if ((${#started[@]} > 0)); then
+    trap '"$root/scripts/test-servers.sh" stop "${started[@]}"' EXIT
+  fi
+  export BIZON_BENCH_KAFKA="$BIZON_KAFKA_BOOTSTRAP"
+  export BIZON_BENCH_POSTGRES="postgresql://$BIZON_PG_USER:$BIZON_PG_PASSWORD@$BIZON_PG_HOST:$BIZON_PG_PORT/$BIZON_PG_DATABASE"
+fi
 if ! "$python" -c 'import ensurepip' 2>/dev/null; then
   echo "bench: installing python3-venv"
   sudo_cmd=()
@@ -77,5 +101,5 @@ if [[ -z "${BIZON_BIN:-}" ]]; then
 fi
 
 # 3. The cases.
-exec "$venv/bin/python" "$bench/bench.py" --ours "$BIZON_BIN" --original "$venv/bin/bizon" \
+"$venv/bin/python" "$bench/bench.py" --ours "$BIZON_BIN" --original "$venv/bin/bizon" \
   --dlt-python "$dlt_venv/bin/python" "$@"
