@@ -83,9 +83,16 @@ class Source {
     return Fail(UnimplementedError("this source does not support incremental sync"));
   }
 
-  /// Acknowledges everything fetched so far, once the destination has durably written it (stream
-  /// sources commit offsets here).
-  virtual Status Commit() { return Status::Ok(); }
+  /// Acknowledges what the destination has durably written and the engine recorded: everything
+  /// up to `up_to`, the next_pagination of the last recorded iteration (stream sources commit
+  /// offsets here). The engine may have fetched past it (a runner whose producer runs ahead of
+  /// its consumer): a source acknowledges only what `up_to` covers, and one that can only
+  /// acknowledge everything it fetched does so only when `up_to` is its latest next_pagination.
+  /// Called from the thread that calls Get().
+  virtual Status Commit(const Value& up_to) {
+    (void)up_to;
+    return Status::Ok();
+  }
 
   /// A source whose partitions can be shared by several processes of one pipeline: this
   /// process's member id, stable across its restarts ("" for a source that is read whole).

@@ -38,7 +38,7 @@ struct Buffer {
 class Consumer {
  public:
   Consumer(Destination& destination, Backend& backend, const PipelineSettings& settings,
-           const JobPlan& plan, TransformChain* transforms)
+           const JobPlan& plan, TransformChain* transforms, Acknowledgements* acks)
       : destination_(destination),
         backend_(backend),
         settings_(settings),
@@ -47,6 +47,7 @@ class Consumer {
                   plan.job.total_records_to_fetch, plan.rows_already_written),
         destination_state_(plan.destination_state),
         transforms_(transforms),
+        acks_(acks),
         appending_(destination.CanAppend()) {}
 
   ConsumerResult Run(MessageSource& source, const std::atomic<bool>& stop_requested);
@@ -81,6 +82,7 @@ class Consumer {
   /// cursor's state to Open(): a cursor without it would make Open() discard committed rows.
   Value destination_state_;
   TransformChain* transforms_;  // Null without transforms.
+  Acknowledgements* acks_;      // Null when the runner acknowledges the source itself.
   DurableTally tally_;          // What the next durable point makes durable, for monitoring.
   bool failed_ = false;         // Set by Failed(), read by the iteration's span.
   /// The destination takes rows as they arrive: nothing is held here, buffer_size is the interval
@@ -135,7 +137,10 @@ Status Consumer::RecordCursor(int64_t from, int64_t to, int64_t rows, const Valu
           state.is_null() ? std::nullopt : std::optional<std::string>(state.ToJson()),
       .error_message = std::nullopt,
       .created_at_us = 0};
-  return backend_.CreateDestinationCursor(cursor).WithFailureClass(FailureClass::kBackend);
+  BIZON_RETURN_IF_ERROR(
+      backend_.CreateDestinationCursor(cursor).WithFailureClass(FailureClass::kBackend));
+  if (acks_ != nullptr) acks_->Post(pagination);
+  return Status::Ok();
 }
 
 Status Consumer::Flush() {
@@ -358,8 +363,9 @@ Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& pl
 
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
-                           const std::atomic<bool>& stop_requested, TransformChain* transforms) {
-  Consumer consumer(destination, backend, settings, plan, transforms);
+                           const std::atomic<bool>& stop_requested, TransformChain* transforms,
+                           Acknowledgements* acks) {
+  Consumer consumer(destination, backend, settings, plan, transforms, acks);
   return consumer.Run(source, stop_requested);
 }
 

@@ -9,6 +9,7 @@
 
 #include "bizon/backend.h"
 #include "bizon/destination.h"
+#include "engine/acknowledgements.h"
 #include "engine/job.h"
 #include "engine/pipeline.h"
 #include "engine/queue/queue_message.h"
@@ -36,7 +37,7 @@ struct ConsumerResult {
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
                            const std::atomic<bool>& stop_requested,
-                           TransformChain* transforms = nullptr);
+                           TransformChain* transforms = nullptr, Acknowledgements* acks = nullptr);
 
 /// Parses a PipelineReturnStatus value ("source_error").
 std::optional<ReturnStatus> ParseReturnStatus(std::string_view text);

@@ -263,6 +263,7 @@ SidesResult RunThreaded(Source& source, Destination& destination, Backend& backe
                         TransformChain* transforms) {
   MemoryQueue queue(settings.queue_limits);
   std::atomic<bool> stop{false};
+  Acknowledgements acks;
   SidesResult result;
   std::thread producer_thread([&] {
     auto producer_backend = OpenBackend(settings.backend_config);
@@ -276,15 +277,27 @@ SidesResult RunThreaded(Source& source, Destination& destination, Backend& backe
       sink.Push(std::move(failed));
       return;
     }
-    result.producer = RunProducer(source, producer_backend->get(), settings, plan, sink, stop);
+    result.producer =
+        RunProducer(source, producer_backend->get(), settings, plan, sink, stop, &acks);
   });
   QueueSource messages(queue);
-  result.consumer = RunConsumer(messages, destination, backend, settings, plan, stop, transforms);
+  result.consumer =
+      RunConsumer(messages, destination, backend, settings, plan, stop, transforms, &acks);
   if (result.consumer.status != ReturnStatus::kSuccess) {
     stop = true;
     queue.Close();
   }
   producer_thread.join();
+  // The cursors recorded after the producer's last fetch: the source is this thread's now.
+  if (std::optional<Value> recorded = acks.Take();
+      recorded && result.consumer.status == ReturnStatus::kSuccess) {
+    if (Status committed = source.Commit(*recorded); !committed.ok()) {
+      // Everything is written and recorded; only the source's own bookmark lags (a kafka
+      // group's offsets), and the next run moves it.
+      spdlog::warn("Source {}.{} could not acknowledge the last records written: {}",
+                   settings.key.source_name, settings.key.stream_name, committed.message());
+    }
+  }
   return result;
 }
 
@@ -536,7 +549,7 @@ ReturnStatus RunInline(Source& source, Destination& destination, Backend& backen
       return recorded.failure_class() == FailureClass::kSource ? ReturnStatus::kSourceError
                                                                : ReturnStatus::kBackendError;
     }
-    Status committed = source.Commit();
+    Status committed = source.Commit(fetched->next_pagination);
     if (!committed.ok()) {
       error = committed.WithFailureClass(FailureClass::kSource);
       return ReturnStatus::kSourceError;

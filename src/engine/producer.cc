@@ -22,7 +22,7 @@ ProducerResult FailWith(MessageSink& sink, int64_t iteration, ReturnStatus statu
 
 ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSettings& settings,
                            const JobPlan& plan, MessageSink& sink,
-                           const std::atomic<bool>& stop_requested) {
+                           const std::atomic<bool>& stop_requested, Acknowledgements* acks) {
   const std::string label = settings.key.source_name + "." + settings.key.stream_name;
   int64_t iteration = plan.start_iteration;
   Value pagination = plan.start_pagination;
@@ -63,6 +63,14 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
       if (!written.ok()) {
         return FailWith(sink, iteration, ReturnStatus::kBackendError,
                         written.WithFailureClass(FailureClass::kBackend));
+      }
+    }
+    if (std::optional<Value> recorded = acks != nullptr ? acks->Take() : std::nullopt) {
+      if (Status committed = source.Commit(*recorded); !committed.ok()) {
+        spdlog::error("Source {} could not acknowledge what was written: {}", label,
+                      committed.message());
+        return FailWith(sink, iteration, ReturnStatus::kSourceError,
+                        committed.WithFailureClass(FailureClass::kSource));
       }
     }
     int64_t extracted_at = NowMicros();

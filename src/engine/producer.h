@@ -10,6 +10,7 @@
 
 #include "bizon/backend.h"
 #include "bizon/source.h"
+#include "engine/acknowledgements.h"
 #include "engine/job.h"
 #include "engine/pipeline.h"
 #include "engine/queue/queue_message.h"
@@ -31,8 +32,11 @@ struct ProducerResult {
 
 /// `backend` receives the source cursors (progress notes that recovery never reads); null when
 /// the producer cannot reach the run's backend (a forked producer and an in-memory backend).
+/// `acks`, when given, carries what the consumer recorded: the producer hands the latest to
+/// Source::Commit() before each fetch.
 ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSettings& settings,
                            const JobPlan& plan, MessageSink& sink,
-                           const std::atomic<bool>& stop_requested);
+                           const std::atomic<bool>& stop_requested,
+                           Acknowledgements* acks = nullptr);
 
 }  // namespace bizon

@@ -101,7 +101,7 @@ class PythonSource final : public Source {
   Result<SourceIteration> Get(const Value& pagination) override {
     return Call("get()", [&]() -> Result<SourceIteration> {
       py::object iteration = instance_.attr("get")(python::ToPython(pagination));
-      return Convert(iteration, "get");
+      return Remember(Convert(iteration, "get"));
     });
   }
 
@@ -120,11 +120,19 @@ class PythonSource final : public Source {
           state.cursor_field);
       py::object iteration =
           instance_.attr("get_records_after")(source_state, python::ToPython(pagination));
-      return Convert(iteration, "get_records_after");
+      return Remember(Convert(iteration, "get_records_after"));
     });
   }
 
-  Status Commit() override {
+  /// The Python contract's commit() acknowledges everything fetched, so it is called only once
+  /// what was recorded reaches the last iteration fetched; a later cursor will.
+  Status Commit(const Value& up_to) override {
+    auto exhausted = [](const Value& v) {
+      return v.is_null() || (v.is_map() && v.AsMap().empty());
+    };
+    bool reached = latest_pagination_ && (up_to == *latest_pagination_ ||
+                                          (exhausted(up_to) && exhausted(*latest_pagination_)));
+    if (!reached) return Status::Ok();
     return Call("commit()", [&]() -> Status {
       instance_.attr("commit")();
       return Status::Ok();
@@ -155,6 +163,13 @@ class PythonSource final : public Source {
       return Fail(InternalError(
           fmt::format("custom source {}: {}: {}", class_name_, method, error.what())));
     }
+  }
+
+  Result<SourceIteration> Remember(Result<SourceIteration> iteration) {
+    if (iteration) {
+      latest_pagination_ = iteration->IsLast() ? Value::EmptyMap() : iteration->next_pagination;
+    }
+    return iteration;
   }
 
   // Checks and flattens what get()/get_records_after() returned (GIL held).
@@ -207,6 +222,9 @@ class PythonSource final : public Source {
   std::string class_name_;
   bool incremental_;
   PythonSourceOptions options_;
+  /// The next_pagination of the last iteration fetched ({} once exhausted), which Commit()
+  /// compares with what was recorded.
+  std::optional<Value> latest_pagination_;
 };
 
 }  // namespace

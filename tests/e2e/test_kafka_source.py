@@ -138,6 +138,42 @@ def test_json_topic_streams_to_a_file_and_commits_its_offsets(bizon, kafka):
     assert job["status"] == "running"
 
 
+def test_stream_under_the_thread_runner_commits_what_its_cursors_recorded(bizon, kafka):
+    """The thread runner's producer fetches ahead of its consumer; the group's offsets follow the
+    consumer's recorded cursors (the producer commits them before its next fetch), and end at the
+    topic's end once everything is written."""
+    topic = kafka.create_topic(partitions=2)
+    kafka.produce(topic, [{"id": i} for i in range(60)])
+    source = kafka_source(kafka, {topic: "events"}, group_id=(consumer_group := group()),
+                          batch_size=7)
+    config = bizon.write("p.yml", config_text(source, stream_runner=False,
+                                              engine={"runner": {"type": "thread"}},
+                                              destination={"name": "file", "config": {
+                                                  "destination_id": "unused", "buffer_size": 0}}))
+    process = spawn(bizon, "run", config)
+    try:
+        wait_for(lambda: process.poll() is not None
+                 or kafka.committed_offsets(consumer_group, topic) == kafka.end_offsets(topic),
+                 timeout=90, what="the group's offsets at the topic's end")
+        assert process.poll() is None, f"the stream run ended by itself\n{process.communicate()[1]}"
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+    assert sorted(record["value"]["id"] for record in data_of(bizon, "events")) == list(range(60))
+    [job] = State(bizon.cwd).jobs()
+    assert job["status"] == "running"
+    # A restart resumes from the backend's cursor: nothing again, nothing missing.
+    kafka.produce(topic, [{"id": i} for i in range(60, 65)])
+    process = spawn(bizon, "run", config)
+    try:
+        wait_for(lambda: process.poll() is not None
+                 or line_count(bizon.cwd / "events.json") >= 65, timeout=90, what="65 lines")
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+    assert sorted(record["value"]["id"] for record in data_of(bizon, "events")) == list(range(65))
+
+
 def test_stream_resumes_from_the_backend_cursor_not_from_the_group(bizon, kafka):
     topic = kafka.create_topic(partitions=1)
     kafka.produce(topic, [{"n": i} for i in range(10)])

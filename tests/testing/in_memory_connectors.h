@@ -78,14 +78,17 @@ class InMemorySource final : public Source {
     return Get(pagination);
   }
 
-  Status Commit() override {
+  Status Commit(const Value& up_to) override {
     ++commits_;
+    committed_.push_back(up_to);
     return Status::Ok();
   }
 
   const std::vector<int64_t>& requested() const { return requested_; }
   const std::vector<IncrementalState>& windows() const { return windows_; }
   int commits() const { return commits_; }
+  /// What each Commit() was given.
+  const std::vector<Value>& committed() const { return committed_; }
 
  private:
   std::vector<RecordBatch> pages_;
@@ -94,6 +97,7 @@ class InMemorySource final : public Source {
   std::vector<int64_t> requested_;
   std::vector<IncrementalState> windows_;
   int commits_ = 0;
+  std::vector<Value> committed_;
 };
 
 /// A Destination that keeps every batch it is given. Write() and Sync() return the state

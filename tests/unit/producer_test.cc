@@ -72,6 +72,38 @@ TEST_F(ProducerTest, PushesEveryIterationThenOneTermination) {
   EXPECT_EQ(source_.requested(), (std::vector<int64_t>{0, 1, 2}));
 }
 
+TEST_F(ProducerTest, AcknowledgesWhatTheConsumerRecordedBeforeTheNextFetch) {
+  // A consumer that records each iteration as soon as it arrives: the producer hands each
+  // recorded pagination to the source before fetching again, never one it has not recorded.
+  Acknowledgements acks;
+  class RecordingSink final : public MessageSink {
+   public:
+    RecordingSink(Acknowledgements& acks, InMemorySource& source) : acks_(acks), source_(source) {}
+    bool Push(QueueMessage message) override {
+      if (message.kind == QueueMessage::Kind::kData) {
+        commits_before_push.push_back(source_.commits());
+        acks_.Post(message.next_pagination);
+      }
+      return true;
+    }
+    std::vector<int> commits_before_push;
+
+   private:
+    Acknowledgements& acks_;
+    InMemorySource& source_;
+  } sink(acks, source_);
+  ProducerResult result = RunProducer(source_, nullptr, settings_, plan_, sink, stop_, &acks);
+  ASSERT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(sink.commits_before_push, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(source_.committed().size(), 2u);
+  EXPECT_EQ(source_.committed()[0].ToJson(), R"({"page":1})");
+  EXPECT_EQ(source_.committed()[1].ToJson(), R"({"page":2})");
+  // The last one waits for the runner, which acknowledges it once the producer is done.
+  std::optional<Value> pending = acks.Take();
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->ToJson(), "{}");
+}
+
 TEST_F(ProducerTest, AResumedJobStartsAtItsIterationAndPagination) {
   plan_.start_iteration = 7;
   plan_.start_pagination = Page(2);

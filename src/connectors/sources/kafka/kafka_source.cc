@@ -135,6 +135,22 @@ void ForEachHeader(const rd_kafka_message_t& message, Visitor&& visit) {
   }
 }
 
+/// Calls `visit(topic-partition, next offset)` for each position in a stream pagination
+/// ({"<topic>": {"<partition>": <next offset>}}); skips what has another shape.
+template <typename Visit>
+void ForEachPosition(const Value& pagination, Visit visit) {
+  if (!pagination.is_map()) return;
+  for (const auto& [topic, partitions] : pagination.AsMap()) {
+    if (!partitions.is_map()) continue;
+    for (const auto& [partition, offset] : partitions.AsMap()) {
+      if (!offset.is_integer()) continue;
+      visit(std::pair<std::string, int32_t>(
+                topic, static_cast<int32_t>(std::strtol(partition.c_str(), nullptr, 10))),
+            offset.AsInteger());
+    }
+  }
+}
+
 std::string Excerpt(const void* data, size_t size) {
   if (data == nullptr) return "(none)";
   return BodyExcerpt(std::string_view(static_cast<const char*>(data), size), 200);
@@ -654,16 +670,8 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   if (!started_) {
     started_ = true;
     // Resume: the pagination is the cursor of the last durable write.
-    if (pagination.is_map()) {
-      for (const auto& [topic, partitions] : pagination.AsMap()) {
-        if (!partitions.is_map()) continue;
-        for (const auto& [partition, offset] : partitions.AsMap()) {
-          if (!offset.is_integer()) continue;
-          positions_[{topic, static_cast<int32_t>(std::strtol(partition.c_str(), nullptr, 10))}] =
-              offset.AsInteger();
-        }
-      }
-    }
+    ForEachPosition(pagination,
+                    [&](const TopicPartition& key, int64_t next) { positions_[key] = next; });
     committed_.clear();
   }
   if (!subscribed_) {
@@ -799,7 +807,7 @@ Status KafkaSource::RecreateConsumer(std::string_view why) {
   return CreateConsumer();
 }
 
-Status KafkaSource::Commit() {
+Status KafkaSource::Commit(const Value& up_to) {
   if (options_.sync_mode != SyncMode::kStream || consumer_ == nullptr) return Status::Ok();
   if (LostStaticMembership()) {
     // librdkafka dropped its member id after max.poll.interval.ms (a batch slower than that).
@@ -809,16 +817,17 @@ Status KafkaSource::Commit() {
     return RecreateConsumer(
         "Kafka commit skipped (max.poll.interval.ms exceeded, the static member's id was reset)");
   }
+  // What the recorded cursor covers, which may be behind positions_ (what was fetched).
   rd_kafka_topic_partition_list_t* offsets =
       rd_kafka_topic_partition_list_new(static_cast<int>(positions_.size()));
   std::map<TopicPartition, int64_t> sending;
-  for (const auto& [key, next] : positions_) {
-    if (!assigned_.contains(key)) continue;  // Another member owns it now.
+  ForEachPosition(up_to, [&](const TopicPartition& key, int64_t next) {
+    if (!assigned_.contains(key)) return;  // Another member owns it now.
     auto previous = committed_.find(key);
-    if (previous != committed_.end() && previous->second == next) continue;
+    if (previous != committed_.end() && previous->second == next) return;
     rd_kafka_topic_partition_list_add(offsets, key.first.c_str(), key.second)->offset = next;
     sending[key] = next;
-  }
+  });
   if (offsets->cnt == 0) {
     rd_kafka_topic_partition_list_destroy(offsets);
     return Status::Ok();

@@ -7,9 +7,11 @@
 //   so far, {"<topic>": {"<partition>": next_offset}}: the stream runner stores it in the
 //   destination cursor after the durable write, so the backend, not Kafka, is the record of
 //   progress. On (re)assignment, partitions the pagination knows are started there; the others
-//   from the group's committed offsets. Commit() commits the same offsets to the group,
-//   synchronously, once the cursor is stored. It joins as a static member whose id is stable
-//   per pipeline and host (StaticMemberId), so a restarted process takes over at once.
+//   from the group's committed offsets. Commit(up_to) commits the offsets of the stored cursor's
+//   pagination to the group, synchronously: the stream runner's own cursor after each batch,
+//   the thread runner's consumer's latest cursor before the producer's next Get(). It joins as a
+//   static member whose id is stable per pipeline and host (StaticMemberId), so a restarted process
+//   takes over at once.
 // * full_refresh: one topic, read partition by partition from the low watermark up to the high
 //   watermark taken on the first Get(); every partition advances on its own and the read ends
 //   when all of them reached their high watermark. No group membership, no commits.
@@ -95,7 +97,7 @@ class KafkaSource final : public Source {
   Status CheckConnection() override;
   std::optional<int64_t> TotalRecordsCount() override;
   Result<SourceIteration> Get(const Value& pagination) override;
-  Status Commit() override;
+  Status Commit(const Value& up_to) override;
   /// The static member id (group.instance.id) in stream mode, else "" (read whole).
   std::string MemberId() const override;
   void SetPartitionOwner(PartitionOwner* owner) override { owner_ = owner; }
