@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bizon/destination.h"
 #include "bizon/record_batch.h"
@@ -24,9 +25,17 @@ void AppendRfc3339(std::string& out, int64_t micros);
 void AppendDestinationRecord(std::string& out, const RecordBatch& batch, size_t i,
                              int64_t loaded_at_us);
 
-/// Appends `text` as a JSON string (quotes included), escaped as AppendJsonString does, eight
-/// bytes at a time over runs that need no escape.
+/// Appends `text` as a JSON string (quotes included), escaped as AppendJsonString does, many
+/// bytes at a time (see JsonStringEscaper).
 void AppendJsonStringFast(std::string& out, std::string_view text);
+
+/// Which loop AppendJsonStringFast and the record writer escape with on this CPU: "avx512-vbmi2"
+/// (32 bytes at a time, no branch per escape) or "swar" (eight bytes at a time).
+std::string_view JsonStringEscaper();
+/// The escapers this CPU can run ("swar" always), and AppendJsonStringFast with a given one: for
+/// tests that check each against AppendJsonString.
+std::vector<std::string_view> JsonStringEscapers();
+void AppendJsonStringWith(std::string& out, std::string_view text, std::string_view escaper);
 
 /// Writes destination records straight into an output buffer, one pass per field: the record is
 /// laid out in place (the buffer grows at most once per record, by a bound on its length), the

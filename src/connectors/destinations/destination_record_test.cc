@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <tuple>
 
@@ -71,6 +72,33 @@ TEST(AppendJsonStringFastTest, MatchesAppendJsonStringAtEveryOffsetOfAWord) {
   std::string empty;
   AppendJsonStringFast(empty, "");
   EXPECT_EQ(empty, "\"\"");
+}
+
+TEST(AppendJsonStringFastTest, MatchesAppendJsonStringOnRandomTextAcrossBlockBoundaries) {
+  // Lengths around the 8- and 32-byte blocks, drawn mostly from the bytes JSON text is made of
+  // (quotes and backslashes dense, as in an escaped record), with control characters and UTF-8.
+  static constexpr std::string_view kAlphabet = "\"\\{}:,ax0 \n\t\x01\x1f\x7f\xc3\xa9";
+  std::mt19937 random(20261204);
+  for (int round = 0; round < 20000; ++round) {
+    size_t length = random() % 131;
+    std::string text;
+    for (size_t k = 0; k < length; ++k) text.push_back(kAlphabet[random() % kAlphabet.size()]);
+    std::string expected;
+    AppendJsonString(expected, text);
+    for (std::string_view escaper : JsonStringEscapers()) {
+      std::string got = "x";
+      AppendJsonStringWith(got, text, escaper);
+      ASSERT_EQ(got, "x" + expected) << escaper << ", round " << round;
+    }
+  }
+  std::string all(64, '"');
+  std::string expected;
+  AppendJsonString(expected, all);
+  for (std::string_view escaper : JsonStringEscapers()) {
+    std::string got;
+    AppendJsonStringWith(got, all, escaper);
+    EXPECT_EQ(got, expected) << escaper;
+  }
 }
 
 TEST(DestinationRecordWriterTest, WritesTheDestinationRecordFieldByField) {
