@@ -750,24 +750,37 @@ destination:
                     return f"unexpected kcat line for offset {i}: {str(payload)[:160]}"
             return None
 
-        def kcat_argv() -> list[str]:
+        def kcat_argv(envelope: bool) -> Callable[[], list[str]]:
             # The librdkafka floor: the same topic consumed to a file with librdkafka's defaults,
             # nothing else done per message. `exec` so that the measured process is kcat itself.
-            return ["sh", "-c", f"exec kcat -C -q -e -o beginning -b {broker} "
-                                f"-t {holder['topic']} -p 0 > out.json"]
+            # With `envelope` (-J), each message becomes a JSON object of its topic, partition,
+            # offset, timestamp, key and payload, the payload escaped as a JSON string: the shape
+            # of our records, without the JSON check, the uuid and the three RFC 3339 times.
+            flag = "-J " if envelope else ""
+            return lambda: ["sh", "-c", f"exec kcat -C -q -e {flag}-o beginning -b {broker} "
+                                        f"-t {holder['topic']} -p 0 > out.json"]
+
+        def check_envelope(first: dict, last: dict, count: int) -> Optional[str]:
+            for i, envelope in ((0, first), (count - 1, last)):
+                if envelope.get("offset") != i or json.loads(envelope.get("payload", "{}")).get(
+                        "id") != i:
+                    return f"unexpected kcat -J line for offset {i}: {str(envelope)[:160]}"
+            return None
 
         def tier(count: int) -> Tier:
             ids = rb'"source_record_id":"partition_0_offset_(\d+)"'
-            limit = None
+            limit = peer = None
             if shutil.which("kcat"):
-                limit = Invocation("limit", kcat_argv, lambda _: "", count, check_raw,
+                limit = Invocation("limit", kcat_argv(False), lambda _: "", count, check_raw,
                                    rb'(?m)^\{"id":(\d+),', raw_lines=True)
+                peer = Invocation("peer", kcat_argv(True), lambda _: "", count, check_envelope,
+                                  rb'"offset":(\d+),', raw_lines=True)
             return Tier(count,
                         Invocation("ours", [self.ours, "run", "{config}"], yaml, count, check,
                                    ids),
                         Invocation("original", [self.original, "run", "{config}"], yaml, count,
                                    check, ids),
-                        limit)
+                        limit, peer=peer)
 
         @contextlib.contextmanager
         def topic(count: int) -> Iterator[None]:
@@ -777,11 +790,13 @@ destination:
         return Plan(label=f"same YAML; {n:,} JSON records of ~300 B in a one-partition topic "
                           f"on {broker}; the run ends after consumer_timeout (2 s) without data"
                           + ("; limit: `kcat -C -e` of the same topic to a file (librdkafka "
-                             "defaults)" if shutil.which("kcat") else
+                             "defaults); peer: `kcat -C -e -J`, each message as a JSON envelope "
+                             "(topic, partition, offset, timestamp, key, the payload escaped as a "
+                             "string), the shape of our records" if shutil.which("kcat") else
                              "; no limit: kcat is not installed (scripts/install-deps.sh "
                              "--with-bench)"),
                     same_yaml=True, tiers=[tier(n)], setup=lambda: topic(n),
-                    warmup=lambda: topic(PROBE_N), limit_name="kcat")
+                    warmup=lambda: topic(PROBE_N), limit_name="kcat", peer_name="kcat -J")
 
     def plan_postgres(self) -> Plan | Pending:
         server = PostgresServer.from_env()

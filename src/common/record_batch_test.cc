@@ -49,6 +49,28 @@ TEST(RecordBatchTest, AppendRangeKeepsDestinationIdsOnEitherSide) {
   EXPECT_EQ(routed.PayloadBytes(), std::string("{\"n\":0}{\"n\":1}{\"n\":2}").size());
 }
 
+TEST(RecordBatchTest, AddWithWritesThePayloadInPlaceAsAddWould) {
+  RecordBatch added;
+  RecordBatch written;
+  for (int i = 0; i < 5; ++i) {
+    std::string payload = "{\"n\":" + std::to_string(i) + "}";
+    std::string_view route = i == 3 ? "side" : "";
+    added.Add("id" + std::to_string(i), payload, 1000 + i, route);
+    written.AddWith(
+        "id" + std::to_string(i), [&](std::string& out) { out += payload; }, 1000 + i, route);
+  }
+  ASSERT_EQ(written.size(), 5u);
+  EXPECT_EQ(written.payload_buffer(), added.payload_buffer());
+  EXPECT_EQ(written.id_buffer(), added.id_buffer());
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(written.payload(i), added.payload(i));
+    EXPECT_EQ(written.timestamp_us(i), added.timestamp_us(i));
+    EXPECT_EQ(written.destination_id(i), added.destination_id(i));
+  }
+  EXPECT_EQ(written.destination_id(3), "side");
+  EXPECT_EQ(written.destination_id(2), "");
+}
+
 TEST(RecordBatchTest, ClearedBatchKeepsItsCapacityForTheNextAppend) {
   RecordBatch buffer = Numbered(0, 100);
   size_t capacity = buffer.payload_buffer().capacity();

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include "common/json_scan.h"
+
 namespace bizon {
 
 double Value::AsDouble() const {
@@ -93,9 +95,8 @@ void AppendJsonString(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
   size_t run_start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; (i = json_scan::FindSpecial(text, i)) < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(text.substr(run_start, i - run_start));
     switch (c) {
       case '"':

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bizon/value.h"
+#include "common/json_scan.h"
 
 namespace bizon::kafka {
 namespace {
@@ -67,19 +68,6 @@ int EscapedUnit(std::string_view text, size_t i) {
 
 bool IsHighSurrogate(int unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
 bool IsLowSurrogate(int unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
-
-/// Whether one of the eight bytes at `p` ends or escapes a JSON string, or is a control character.
-bool NeedsAttention(const char* p) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHighs = 0x8080808080808080ULL;
-  uint64_t x;
-  std::memcpy(&x, p, 8);
-  uint64_t quote = x ^ (kOnes * '"');
-  uint64_t backslash = x ^ (kOnes * '\\');
-  return (((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
-          ((backslash - kOnes) & ~backslash)) &
-         kHighs;
-}
 
 class JsonChecker {
  public:
@@ -146,18 +134,15 @@ class JsonChecker {
   bool String() {
     ++pos_;  // Opening quote.
     while (pos_ < text_.size()) {
-      // Fast path over plain characters, eight at a time: none is '"', '\\' or below U+0020.
-      while (pos_ + 8 <= text_.size() && !NeedsAttention(text_.data() + pos_)) pos_ += 8;
+      // Straight to the next byte that ends or escapes the string, or may not be in it.
+      pos_ = json_scan::FindSpecial(text_, pos_);
+      if (pos_ >= text_.size()) break;
       unsigned char c = static_cast<unsigned char>(text_[pos_]);
       if (c == '"') {
         ++pos_;
         return true;
       }
       if (c < 0x20) return Fail(JsonProblem::kControlCharacter);
-      if (c != '\\') {
-        ++pos_;
-        continue;
-      }
       if (pos_ + 1 >= text_.size()) return Fail();
       char escaped = text_[pos_ + 1];
       if (escaped == 'u') {
@@ -288,15 +273,7 @@ bool IsValidUtf8(std::string_view text) {
   const auto* data = reinterpret_cast<const unsigned char*>(text.data());
   size_t size = text.size();
   size_t i = 0;
-  while (i < size) {
-    if (i + 8 <= size) {
-      uint64_t chunk;
-      std::memcpy(&chunk, data + i, 8);
-      if ((chunk & 0x8080808080808080ULL) == 0) {
-        i += 8;
-        continue;
-      }
-    }
+  while ((i = json_scan::FindNonAscii(text, i)) < size) {
     size_t length = Utf8SequenceLength(data, size, i);
     if (length == 0) return false;
     i += length;

@@ -482,8 +482,13 @@ std::optional<int64_t> KafkaSource::TotalRecordsCount() {
 Result<SourceIteration> KafkaSource::Get(const Value& pagination) {
   if (consumer_ == nullptr) BIZON_RETURN_IF_ERROR(CreateConsumer());
   BIZON_RETURN_IF_ERROR(CheckFatalError());
-  if (options_.sync_mode == SyncMode::kStream) return GetStream(pagination);
-  return GetBounded(pagination);
+  Result<SourceIteration> iteration =
+      options_.sync_mode == SyncMode::kStream ? GetStream(pagination) : GetBounded(pagination);
+  if (iteration && !iteration->records.empty()) {
+    last_batch_records_ = iteration->records.size();
+    last_batch_bytes_ = iteration->records.PayloadBytes();
+  }
+  return iteration;
 }
 
 Status KafkaSource::HandleMessageError(const rd_kafka_message_t& message) {
@@ -579,15 +584,15 @@ Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& r
                                          : std::optional<std::string_view>(std::string_view(
                                                static_cast<const char*>(header_value), size)));
   });
-  record_buffer_.clear();
-  AppendRecordJson(record_buffer_, parts);
   auto route = topic_map_.find(topic);
   id_buffer_.assign("partition_");
   AppendInteger(id_buffer_, message.partition);
   id_buffer_ += "_offset_";
   AppendInteger(id_buffer_, message.offset);
-  records.Add(id_buffer_, record_buffer_, parts.timestamp_ms * 1000,
-              route != topic_map_.end() ? std::string_view(route->second) : std::string_view());
+  records.AddWith(
+      id_buffer_, [&](std::string& out) { AppendRecordJson(out, parts); },
+      parts.timestamp_ms * 1000,
+      route != topic_map_.end() ? std::string_view(route->second) : std::string_view());
   return Status::Ok();
 }
 
@@ -690,6 +695,7 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
   }
 
   SourceIteration iteration;
+  iteration.records.Reserve(last_batch_records_, last_batch_bytes_ + last_batch_bytes_ / 8);
   auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
   int64_t consumed = 0;
   // With a partition owner: the partition of each record in the iteration, so that records of
@@ -918,6 +924,7 @@ Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
   };
 
   SourceIteration iteration;
+  iteration.records.Reserve(last_batch_records_, last_batch_bytes_ + last_batch_bytes_ / 8);
   auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
   int64_t consumed = 0;
   bool progressed = false;

@@ -183,8 +183,11 @@ class KafkaSource final : public Source {
 
   // Reused buffers.
   std::string value_buffer_;
-  std::string record_buffer_;
   std::string id_buffer_;
+  /// The size of the last iteration's batch: the next one reserves as much at once instead of
+  /// growing (and copying) its buffers a doubling at a time.
+  size_t last_batch_records_ = 0;
+  size_t last_batch_bytes_ = 0;
 };
 
 }  // namespace bizon::kafka
