@@ -27,40 +27,34 @@ uint64_t SpecialMask(uint64_t x) {
          kHighs;
 }
 
-size_t FindSpecialSwar(std::string_view text, size_t i) {
+/// The first byte at or after `i` for which `word_mask` (eight bytes at a time: the lowest set
+/// high bit marks the byte) and `test` (one byte) hold, or text.size().
+template <typename WordMask, typename Test>
+size_t FindSwar(std::string_view text, size_t i, WordMask word_mask, Test test) {
   const char* s = text.data();
   size_t n = text.size();
   if constexpr (std::endian::native == std::endian::little) {
     for (; i + 8 <= n; i += 8) {
       uint64_t x;
       std::memcpy(&x, s + i, 8);
-      if (uint64_t mask = SpecialMask(x); mask != 0) {
+      if (uint64_t mask = word_mask(x); mask != 0) {
         return i + static_cast<size_t>(std::countr_zero(mask)) / 8;
       }
     }
   }
   for (; i < n; ++i) {
-    if (IsSpecial(static_cast<unsigned char>(s[i]))) return i;
+    if (test(static_cast<unsigned char>(s[i]))) return i;
   }
   return n;
 }
 
+size_t FindSpecialSwar(std::string_view text, size_t i) {
+  return FindSwar(text, i, SpecialMask, IsSpecial);
+}
+
 size_t FindNonAsciiSwar(std::string_view text, size_t i) {
-  const char* s = text.data();
-  size_t n = text.size();
-  if constexpr (std::endian::native == std::endian::little) {
-    for (; i + 8 <= n; i += 8) {
-      uint64_t x;
-      std::memcpy(&x, s + i, 8);
-      if (uint64_t mask = x & kHighs; mask != 0) {
-        return i + static_cast<size_t>(std::countr_zero(mask)) / 8;
-      }
-    }
-  }
-  for (; i < n; ++i) {
-    if (static_cast<unsigned char>(s[i]) >= 0x80) return i;
-  }
-  return n;
+  return FindSwar(
+      text, i, [](uint64_t x) { return x & kHighs; }, [](unsigned char c) { return c >= 0x80; });
 }
 
 #ifdef BIZON_HAVE_AVX512_SCAN
