@@ -22,6 +22,13 @@ class RecordBatch {
   void Add(std::string_view id, std::string_view json, int64_t timestamp_us,
            std::string_view destination_id = {});
 
+  /// For producers that serialise in place: append one record's JSON object text to
+  /// OpenPayload() (truncating it back to its size on entry undoes a partial write), then call
+  /// CommitPayload() with the rest of the record. Add() is the two in one.
+  std::string& OpenPayload() { return payloads_; }
+  void CommitPayload(std::string_view id, int64_t timestamp_us,
+                     std::string_view destination_id = {});
+
   /// Appends records [begin, end) of `other`.
   void AppendRange(const RecordBatch& other, size_t begin, size_t end);
 

@@ -59,5 +59,23 @@ TEST(RecordBatchTest, ClearedBatchKeepsItsCapacityForTheNextAppend) {
   EXPECT_EQ(buffer.id(49), "id49");
 }
 
+TEST(RecordBatchTest, PayloadWrittenInPlaceIsCommittedWithItsRecord) {
+  RecordBatch batch;
+  batch.Add("a", "{}", 1);
+  std::string& payloads = batch.OpenPayload();
+  size_t mark = payloads.size();
+  payloads += "{\"half";  // A partial write, undone.
+  payloads.resize(mark);
+  payloads += "{\"k\": 1}";
+  batch.CommitPayload("b", 2, "elsewhere");
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch.payload(0), "{}");
+  EXPECT_EQ(batch.payload(1), "{\"k\": 1}");
+  EXPECT_EQ(batch.id(1), "b");
+  EXPECT_EQ(batch.timestamp_us(1), 2);
+  EXPECT_EQ(batch.destination_id(0), "");
+  EXPECT_EQ(batch.destination_id(1), "elsewhere");
+}
+
 }  // namespace
 }  // namespace bizon
