@@ -417,12 +417,37 @@ PyObject* RecordCompare(PyObject* self, PyObject* other, int op) {
   return PyBool_FromLong(truth == 0);
 }
 
+// first_not_instance(items, cls): the index of the first element of the list `items` that is not
+// an instance of `cls` (isinstance), or -1. SourceIteration checks its records with it.
+PyObject* FirstNotInstance(PyObject* /*module*/, PyObject* const* args, Py_ssize_t count) {
+  if (count != 2 || !PyList_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "first_not_instance(items: list, cls)");
+    return nullptr;
+  }
+  PyObject* items = args[0];
+  // The size is read at every step: an isinstance check may run code (a __class__ property).
+  for (Py_ssize_t index = 0; index < PyList_GET_SIZE(items); ++index) {
+    Ref item(Py_NewRef(PyList_GET_ITEM(items, index)));
+    int is_instance = PyObject_IsInstance(item.get(), args[1]);
+    if (is_instance < 0) return nullptr;
+    if (is_instance == 0) return PyLong_FromSsize_t(index);
+  }
+  return PyLong_FromLong(-1);
+}
+
+PyMethodDef module_functions[] = {
+    {"first_not_instance", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(FirstNotInstance)),
+     METH_FASTCALL,
+     "The index of the first element of a list that is not an instance of cls, or -1."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 PyModuleDef native_module{
     PyModuleDef_HEAD_INIT,
     "_bizon_native",
     "C types of the bizon compatibility package, compiled into the bizon binary.",
     -1,
-    nullptr,
+    module_functions,
     nullptr,
     nullptr,
     nullptr,

@@ -243,5 +243,34 @@ assert probe() is None
 )PY");
 }
 
+TEST_F(PythonSourceRecordTest, IterationChecksEveryRecord) {
+  Check(R"PY(
+from bizon.source import models
+from bizon.source.models import SourceIteration, SourceRecord
+
+records = [SourceRecord(id=str(i), data={}) for i in range(3)]
+assert SourceIteration(next_pagination={}, records=tuple(records)).records == records
+for bad, name in [({"id": 1}, "dict"), (None, "NoneType"), (models._PythonSourceRecord(id="p", data={}), "SourceRecord")]:
+    try:
+        SourceIteration(next_pagination={}, records=records[:2] + [bad] + records[2:])
+        raise AssertionError("accepted " + name)
+    except ValueError as exc:
+        assert str(exc) == f"SourceIteration.records[2] must be a SourceRecord, got {name}", str(exc)
+
+# The C loop against the Python one, with an element whose isinstance check empties the list.
+class Sneaky:
+    @property
+    def __class__(self):
+        items.clear()
+        return int
+
+for first_not_instance in (models._first_not_instance, __import__("_bizon_native").first_not_instance):
+    items = [1, Sneaky(), 2, 3]
+    assert first_not_instance(items, int) == -1 and items == []
+    assert first_not_instance([1, True, "x"], int) == 2
+    assert first_not_instance([], int) == -1
+)PY");
+}
+
 }  // namespace
 }  // namespace bizon::python
