@@ -126,8 +126,31 @@ bool JsonWriter::WriteValue(PyObject* value, int depth) {
   return true;
 }
 
+void JsonKeyCache::Remember(PyObject* key, std::string_view text) {
+  Entry& entry = entries_[Slot(key)];
+  Py_XSETREF(entry.key, Py_NewRef(key));
+  entry.text.assign(text);
+}
+
+void JsonKeyCache::Clear() {
+  for (Entry& entry : entries_) Py_CLEAR(entry.key);
+}
+
 bool JsonWriter::WriteKey(PyObject* key) {
-  if (PyUnicode_CheckExact(key)) return WriteString(key);
+  if (PyUnicode_CheckExact(key)) {
+    if (keys_ == nullptr) return WriteString(key);
+    if (const std::string* text = keys_->Find(key)) {
+      Put(text->data(), text->size());
+      return true;
+    }
+    size_t begin = end_;
+    if (!WriteString(key)) return false;
+    // Interned keys repeat (literals, attribute names); others (ids as keys, say) may not.
+    if (PyUnicode_CHECK_INTERNED(key) != 0) {
+      keys_->Remember(key, std::string_view(out_.data() + begin, end_ - begin));
+    }
+    return true;
+  }
   Put('"');
   if (PyFloat_CheckExact(key)) {
     if (!WriteFloat(PyFloat_AS_DOUBLE(key))) return false;

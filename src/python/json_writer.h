@@ -2,9 +2,11 @@
 // C encoder writes, for the common types. Internal to src/python/ (GIL held).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "python/interpreter.h"
 
@@ -21,9 +23,39 @@ namespace bizon::python {
 /// a lone surrogate without `ensure_ascii` (not UTF-8), nesting deeper than 400 (possibly
 /// circular). The caller then asks json itself, which writes the same bytes or raises the exact
 /// error.
+/// The JSON text of dict keys that repeat from record to record, for one JsonWriter mode: interned
+/// str keys (dict literals, attribute names), each held by a reference, so that a key found by
+/// its address is the same text. Clear() it under the GIL before it is destroyed.
+class JsonKeyCache {
+ public:
+  JsonKeyCache() = default;
+  JsonKeyCache(const JsonKeyCache&) = delete;
+  JsonKeyCache& operator=(const JsonKeyCache&) = delete;
+
+  /// The text of `key` (quoted, escaped), or null.
+  const std::string* Find(PyObject* key) const {
+    const Entry& entry = entries_[Slot(key)];
+    return entry.key == key ? &entry.text : nullptr;
+  }
+  void Remember(PyObject* key, std::string_view text);
+  void Clear();
+
+ private:
+  struct Entry {
+    PyObject* key = nullptr;  // Owned.
+    std::string text;
+  };
+  static size_t Slot(PyObject* key) { return (reinterpret_cast<uintptr_t>(key) >> 4) % kEntries; }
+
+  static constexpr size_t kEntries = 64;
+  std::array<Entry, kEntries> entries_;
+};
+
 class JsonWriter {
  public:
-  JsonWriter(std::string& out, bool ensure_ascii) : out_(out), ensure_ascii_(ensure_ascii) {}
+  /// `keys`, when given, remembers the text of repeated keys across calls (one mode per cache).
+  JsonWriter(std::string& out, bool ensure_ascii, JsonKeyCache* keys = nullptr)
+      : out_(out), ensure_ascii_(ensure_ascii), keys_(keys) {}
 
   bool Write(PyObject* value);
 
@@ -56,6 +88,7 @@ class JsonWriter {
   std::string& out_;
   size_t end_ = 0;  // Where the text written so far ends in out_.
   bool ensure_ascii_;
+  JsonKeyCache* keys_;
 };
 
 }  // namespace bizon::python

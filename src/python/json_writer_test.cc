@@ -109,8 +109,35 @@ TEST_F(PythonJsonWriterTest, WritesTheBytesOfJsonDumpsOrDeclines) {
       std::string reference =
           dumps(value, py::arg("ensure_ascii") = ensure_ascii).cast<std::string>();
       EXPECT_EQ(out, "prefix:" + reference);
+      // With a key cache: the keys' text remembered by a first call, reused by a second.
+      JsonKeyCache keys;
+      for (int pass = 0; pass < 2; ++pass) {
+        std::string cached;
+        EXPECT_TRUE(JsonWriter(cached, ensure_ascii, &keys).Write(value.ptr()));
+        EXPECT_EQ(cached, reference) << "pass " << pass;
+      }
+      keys.Clear();
     }
   }
+}
+
+// Keys repeated in every record come from the cache; a key that was not interned is not kept.
+TEST_F(PythonJsonWriterTest, KeyCacheHoldsInternedKeysOnly) {
+  GilLock gil;
+  py::dict scope;
+  py::object records =
+      py::eval("[{'name': 'a', ''.join(['ru', 'ntime']): 1}, {'name': 'b', 'runtime': 2}]", scope);
+  JsonKeyCache keys;
+  std::string out;
+  for (py::handle record : records) ASSERT_TRUE(JsonWriter(out, false, &keys).Write(record.ptr()));
+  EXPECT_EQ(out, R"({"name": "a", "runtime": 1}{"name": "b", "runtime": 2})");
+  py::object name = py::list(records[py::int_(0)].attr("keys")())[py::int_(0)];
+  py::object built = py::list(records[py::int_(0)].attr("keys")())[py::int_(1)];
+  ASSERT_NE(keys.Find(name.ptr()), nullptr);
+  EXPECT_EQ(*keys.Find(name.ptr()), R"("name")");
+  EXPECT_EQ(keys.Find(built.ptr()), nullptr);
+  keys.Clear();
+  EXPECT_EQ(keys.Find(name.ptr()), nullptr);
 }
 
 }  // namespace

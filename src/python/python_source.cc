@@ -90,6 +90,7 @@ class PythonSource final : public Source {
       // Closing the HTTP session failed: nothing is lost, the process keeps running.
       spdlog::warn("custom source {}: closing its session failed: {}", class_name_, error.what());
     }
+    json_keys_.Clear();
     for (py::object* held : {&instance_, &iteration_type_, &record_payload_, &record_micros_}) {
       PyObject* raw = held->release().ptr();  // Dropped here, under the GIL.
       Py_XDECREF(raw);
@@ -252,7 +253,7 @@ class PythonSource final : public Source {
       std::string& payloads = records.OpenPayload();
       size_t mark = payloads.size();
       if (!PyDict_CheckExact(data.get()) ||
-          !python::JsonWriter(payloads, /*ensure_ascii=*/false).Write(data.get())) {
+          !python::JsonWriter(payloads, /*ensure_ascii=*/false, &json_keys_).Write(data.get())) {
         payloads.resize(mark);
         Ref text(
             PyObject_CallFunctionObjArgs(record_payload_.ptr(), id.get(), data.get(), nullptr));
@@ -350,6 +351,7 @@ class PythonSource final : public Source {
   py::object record_payload_;    // _bizon_runtime.record_payload and record_micros.
   py::object record_micros_;
   size_t payload_bytes_per_record_ = 64;  // Of the last page ConvertRecords converted.
+  python::JsonKeyCache json_keys_;        // The payloads' repeated keys (ensure_ascii=False).
 };
 
 }  // namespace
