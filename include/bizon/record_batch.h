@@ -22,18 +22,12 @@ class RecordBatch {
   void Add(std::string_view id, std::string_view json, int64_t timestamp_us,
            std::string_view destination_id = {});
 
-  /// Add() with the payload written in place: `append(std::string& out)` appends exactly one JSON
-  /// object to `out`, the batch's own payload buffer, so a source that builds its payload saves
-  /// a copy per record.
-  template <typename Append>
-  void AddWith(std::string_view id, Append append, int64_t timestamp_us,
-               std::string_view destination_id = {}) {
-    ids_.append(id);
-    id_offsets_.push_back(ids_.size());
-    append(payloads_);
-    payload_offsets_.push_back(payloads_.size());
-    AddColumns(timestamp_us, destination_id);
-  }
+  /// For producers that serialise in place: append one record's JSON object text to
+  /// OpenPayload() (truncating it back to its size on entry undoes a partial write), then call
+  /// CommitPayload() with the rest of the record. Add() is the two in one.
+  std::string& OpenPayload() { return payloads_; }
+  void CommitPayload(std::string_view id, int64_t timestamp_us,
+                     std::string_view destination_id = {});
 
   /// Appends records [begin, end) of `other`.
   void AppendRange(const RecordBatch& other, size_t begin, size_t end);
@@ -71,9 +65,6 @@ class RecordBatch {
   const std::string& payload_buffer() const { return payloads_; }
 
  private:
-  /// The per-record columns after the id and the payload of a record were appended.
-  void AddColumns(int64_t timestamp_us, std::string_view destination_id);
-
   std::string ids_;
   std::vector<uint64_t> id_offsets_;
   std::string payloads_;

@@ -6,14 +6,15 @@ namespace bizon {
 
 void RecordBatch::Add(std::string_view id, std::string_view json, int64_t timestamp_us,
                       std::string_view destination_id) {
-  ids_.append(id);
-  id_offsets_.push_back(ids_.size());
   payloads_.append(json);
-  payload_offsets_.push_back(payloads_.size());
-  AddColumns(timestamp_us, destination_id);
+  CommitPayload(id, timestamp_us, destination_id);
 }
 
-void RecordBatch::AddColumns(int64_t timestamp_us, std::string_view destination_id) {
+void RecordBatch::CommitPayload(std::string_view id, int64_t timestamp_us,
+                                std::string_view destination_id) {
+  ids_.append(id);
+  id_offsets_.push_back(ids_.size());
+  payload_offsets_.push_back(payloads_.size());
   timestamps_us_.push_back(timestamp_us);
   extracted_at_us_.push_back(0);
   if (!destination_id.empty() && !has_destination_ids_) {

@@ -49,28 +49,6 @@ TEST(RecordBatchTest, AppendRangeKeepsDestinationIdsOnEitherSide) {
   EXPECT_EQ(routed.PayloadBytes(), std::string("{\"n\":0}{\"n\":1}{\"n\":2}").size());
 }
 
-TEST(RecordBatchTest, AddWithWritesThePayloadInPlaceAsAddWould) {
-  RecordBatch added;
-  RecordBatch written;
-  for (int i = 0; i < 5; ++i) {
-    std::string payload = "{\"n\":" + std::to_string(i) + "}";
-    std::string_view route = i == 3 ? "side" : "";
-    added.Add("id" + std::to_string(i), payload, 1000 + i, route);
-    written.AddWith(
-        "id" + std::to_string(i), [&](std::string& out) { out += payload; }, 1000 + i, route);
-  }
-  ASSERT_EQ(written.size(), 5u);
-  EXPECT_EQ(written.payload_buffer(), added.payload_buffer());
-  EXPECT_EQ(written.id_buffer(), added.id_buffer());
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(written.payload(i), added.payload(i));
-    EXPECT_EQ(written.timestamp_us(i), added.timestamp_us(i));
-    EXPECT_EQ(written.destination_id(i), added.destination_id(i));
-  }
-  EXPECT_EQ(written.destination_id(3), "side");
-  EXPECT_EQ(written.destination_id(2), "");
-}
-
 TEST(RecordBatchTest, ClearedBatchKeepsItsCapacityForTheNextAppend) {
   RecordBatch buffer = Numbered(0, 100);
   size_t capacity = buffer.payload_buffer().capacity();
@@ -79,6 +57,24 @@ TEST(RecordBatchTest, ClearedBatchKeepsItsCapacityForTheNextAppend) {
   buffer.AppendRange(Numbered(0, 50), 0, 50);
   EXPECT_EQ(buffer.payload_buffer().capacity(), capacity);
   EXPECT_EQ(buffer.id(49), "id49");
+}
+
+TEST(RecordBatchTest, PayloadWrittenInPlaceIsCommittedWithItsRecord) {
+  RecordBatch batch;
+  batch.Add("a", "{}", 1);
+  std::string& payloads = batch.OpenPayload();
+  size_t mark = payloads.size();
+  payloads += "{\"half";  // A partial write, undone.
+  payloads.resize(mark);
+  payloads += "{\"k\": 1}";
+  batch.CommitPayload("b", 2, "elsewhere");
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch.payload(0), "{}");
+  EXPECT_EQ(batch.payload(1), "{\"k\": 1}");
+  EXPECT_EQ(batch.id(1), "b");
+  EXPECT_EQ(batch.timestamp_us(1), 2);
+  EXPECT_EQ(batch.destination_id(0), "");
+  EXPECT_EQ(batch.destination_id(1), "elsewhere");
 }
 
 }  // namespace

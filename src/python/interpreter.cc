@@ -12,6 +12,7 @@
 
 #include "python/compat_modules.h"
 #include "python/python_env.h"
+#include "python/source_record.h"
 
 #ifndef BIZON_PYTHON_EXECUTABLE
 #define BIZON_PYTHON_EXECUTABLE "/usr/bin/python3"
@@ -133,6 +134,8 @@ std::string PyStatusText(const PyStatus& status) {
 
 Status InstallRuntime() {
   try {
+    // The C types bizon.source.models exports (source_record.h), before anything imports it.
+    if (!InstallNativeModule()) throw py::error_already_set();
     py::dict modules;
     for (size_t i = 0; i < kCompatModuleCount; ++i) {
       const EmbeddedModule& module = kCompatModules[i];

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "bizon/status.h"
 #include "bizon/value.h"
@@ -46,6 +47,28 @@ class GilLock {
 
  private:
   PyGILState_STATE state_;
+};
+
+/// An owned reference from the C API, released on scope exit (the GIL must be held).
+class Ref {
+ public:
+  Ref() = default;
+  explicit Ref(PyObject* object) : object_(object) {}
+  ~Ref() { Py_XDECREF(object_); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  Ref& operator=(PyObject* object) {
+    Py_XDECREF(object_);
+    object_ = object;
+    return *this;
+  }
+  PyObject* get() const { return object_; }
+  /// Hands the reference over to the caller.
+  PyObject* release() { return std::exchange(object_, nullptr); }
+  explicit operator bool() const { return object_ != nullptr; }
+
+ private:
+  PyObject* object_ = nullptr;
 };
 
 /// The `_bizon_runtime` helper module (src/python/compat/_bizon_runtime.py).

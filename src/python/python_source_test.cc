@@ -1,6 +1,7 @@
 #include "python/python_source.h"
 
 #include <gtest/gtest.h>
+#include <pybind11/stl.h>
 
 #include <atomic>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "bizon/clock.h"
+#include "python/interpreter.h"
 #include "python/python_runtime.h"
 #include "python/python_transforms.h"
 
@@ -295,6 +297,43 @@ TEST(PythonSourceTest, DestinationIdsAreCarried) {
   // (src/common/record_batch.cc, reported to the lead).
   EXPECT_EQ(iteration->records.destination_id(1), "users");
   EXPECT_EQ(iteration->records.destination_id(iteration->records.size() - 1), "users");
+}
+
+// The conversion python_source.cc does itself gives the columns of the Python reference
+// (_bizon_runtime.iteration_columns), byte for byte: JSON of every type json writes (unicode,
+// control characters, big integers, floats, non-string keys, subclasses through json itself),
+// timestamps naive, UTC, in other zones and coerced, destination ids; and, for an iteration with
+// a record subclass, the reference's own conversion.
+TEST(PythonSourceTest, ConversionMatchesTheReference) {
+  for (const char* stream : {"mixed", "subclassed"}) {
+    SCOPED_TRACE(stream);
+    auto source = Open("mixed_records_source.py", stream);
+    ASSERT_NE(source, nullptr);
+    auto iteration = source->Get(Value::EmptyMap());
+    ASSERT_TRUE(iteration.has_value()) << iteration.error().message();
+    EXPECT_TRUE(iteration->IsLast());
+    ASSERT_TRUE(iteration->next_state.has_value());
+    EXPECT_EQ(iteration->next_state->Find("done")->AsBool(), true);
+    const RecordBatch& records = iteration->records;
+    python::GilLock gil;
+    python::py::tuple reference =
+        python::py::module_::import("sys").attr("modules")["mixed_records_source"].attr(
+            "REFERENCE")[stream];
+    auto ids = reference[0].cast<std::vector<std::string>>();
+    auto payloads = reference[1].cast<std::vector<std::string>>();
+    auto stamps = reference[2].cast<std::vector<int64_t>>();
+    ASSERT_EQ(records.size(), ids.size());
+    EXPECT_TRUE(records.has_destination_ids());
+    for (size_t i = 0; i < records.size(); ++i) {
+      EXPECT_EQ(records.id(i), ids[i]);
+      EXPECT_EQ(records.payload(i), payloads[i]) << ids[i];
+      EXPECT_EQ(records.timestamp_us(i), stamps[i]) << ids[i];
+      python::py::object destination = reference[3][python::py::int_(i)];
+      EXPECT_EQ(records.destination_id(i),
+                destination.is_none() ? "" : destination.cast<std::string>())
+          << ids[i];
+    }
+  }
 }
 
 }  // namespace

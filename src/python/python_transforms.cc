@@ -3,40 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <expected>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "python/interpreter.h"
+#include "python/json_writer.h"
 
 namespace bizon {
 namespace {
 
 using python::GilLock;
+using python::Ref;
 namespace py = python::py;
-
-// An owned reference from the C API, released on scope exit (the GIL must be held).
-class Ref {
- public:
-  Ref() = default;
-  explicit Ref(PyObject* object) : object_(object) {}
-  ~Ref() { Py_XDECREF(object_); }
-  Ref(const Ref&) = delete;
-  Ref& operator=(const Ref&) = delete;
-  Ref& operator=(PyObject* object) {
-    Py_XDECREF(object_);
-    object_ = object;
-    return *this;
-  }
-  PyObject* get() const { return object_; }
-  explicit operator bool() const { return object_ != nullptr; }
-
- private:
-  PyObject* object_ = nullptr;
-};
 
 struct Snippet {
   std::string label;
@@ -115,194 +95,6 @@ std::string_view AsciiView(PyObject* text) {
   }
   return {data, static_cast<size_t>(size)};
 }
-
-// json.dumps(value) with Python's defaults, written straight into `out` for the common types:
-// exact dict, list, tuple, str, int, float, bool and None, with the C encoder's rules (ASCII
-// escapes with lowercase hex and surrogate pairs, DEL escaped, float repr, NaN/Infinity, keys
-// from str/float/bool/None/int). Returns false, leaving `out` in any state, for anything else
-// (subclasses, unsupported types, very deep nesting): the caller then asks json itself, which
-// also raises the exact error.
-class JsonWriter {
- public:
-  explicit JsonWriter(std::string& out) : out_(out) {}
-
-  bool Write(PyObject* value, int depth = 0) {
-    if (depth > kMaxDepth) return false;  // Possibly circular: json reports it exactly.
-    if (value == Py_None) {
-      out_ += "null";
-    } else if (value == Py_True) {
-      out_ += "true";
-    } else if (value == Py_False) {
-      out_ += "false";
-    } else if (PyUnicode_CheckExact(value)) {
-      return WriteString(value);
-    } else if (PyLong_CheckExact(value)) {
-      return WriteInteger(value);
-    } else if (PyFloat_CheckExact(value)) {
-      return WriteFloat(PyFloat_AS_DOUBLE(value));
-    } else if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
-      Py_ssize_t size = PySequence_Fast_GET_SIZE(value);
-      PyObject** items = PySequence_Fast_ITEMS(value);
-      out_ += '[';
-      for (Py_ssize_t i = 0; i < size; ++i) {
-        if (i > 0) out_ += ", ";
-        if (!Write(items[i], depth + 1)) return false;
-      }
-      out_ += ']';
-    } else if (PyDict_CheckExact(value)) {
-      out_ += '{';
-      Py_ssize_t position = 0;
-      PyObject* key = nullptr;
-      PyObject* item = nullptr;
-      bool first = true;
-      while (PyDict_Next(value, &position, &key, &item)) {
-        if (!first) out_ += ", ";
-        first = false;
-        if (!WriteKey(key) || (out_ += ": ", !Write(item, depth + 1))) return false;
-      }
-      out_ += '}';
-    } else {
-      return false;
-    }
-    return true;
-  }
-
- private:
-  static constexpr int kMaxDepth = 400;
-
-  bool WriteKey(PyObject* key) {
-    if (PyUnicode_CheckExact(key)) return WriteString(key);
-    out_ += '"';
-    if (PyFloat_CheckExact(key)) {
-      if (!WriteFloat(PyFloat_AS_DOUBLE(key))) return false;
-    } else if (key == Py_True) {
-      out_ += "true";
-    } else if (key == Py_False) {
-      out_ += "false";
-    } else if (key == Py_None) {
-      out_ += "null";
-    } else if (PyLong_CheckExact(key)) {
-      if (!WriteInteger(key)) return false;
-    } else {
-      return false;
-    }
-    out_ += '"';
-    return true;
-  }
-
-  bool WriteInteger(PyObject* value) {
-    int overflow = 0;
-    long long integer =
-        PyLong_AsLongLongAndOverflow(value, &overflow);  // NOLINT(google-runtime-int)
-    if (overflow == 0) {
-      if (integer == -1 && PyErr_Occurred() != nullptr) {
-        PyErr_Clear();
-        return false;
-      }
-      fmt::format_to(std::back_inserter(out_), "{}", integer);
-      return true;
-    }
-    Ref text(PyObject_Repr(value));
-    std::string_view digits = text ? AsciiView(text.get()) : std::string_view();
-    if (digits.empty()) {
-      PyErr_Clear();
-      return false;
-    }
-    out_ += digits;
-    return true;
-  }
-
-  bool WriteFloat(double value) {
-    if (std::isnan(value)) {
-      out_ += "NaN";
-    } else if (std::isinf(value)) {
-      out_ += value > 0 ? "Infinity" : "-Infinity";
-    } else {
-      char* text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
-      if (text == nullptr) {
-        PyErr_Clear();
-        return false;
-      }
-      out_ += text;
-      PyMem_Free(text);
-    }
-    return true;
-  }
-
-  void Escape(uint32_t c) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    auto unit = [&](uint32_t u) {
-      char escaped[6] = {
-          '\\',         'u', kHex[(u >> 12) & 0xf], kHex[(u >> 8) & 0xf], kHex[(u >> 4) & 0xf],
-          kHex[u & 0xf]};
-      out_.append(escaped, sizeof(escaped));
-    };
-    switch (c) {
-      case '"':
-        out_ += "\\\"";
-        return;
-      case '\\':
-        out_ += "\\\\";
-        return;
-      case '\b':
-        out_ += "\\b";
-        return;
-      case '\f':
-        out_ += "\\f";
-        return;
-      case '\n':
-        out_ += "\\n";
-        return;
-      case '\r':
-        out_ += "\\r";
-        return;
-      case '\t':
-        out_ += "\\t";
-        return;
-      default:
-        break;
-    }
-    if (c >= 0x10000) {
-      uint32_t v = c - 0x10000;
-      unit(0xd800 | ((v >> 10) & 0x3ff));
-      unit(0xdc00 | (v & 0x3ff));
-    } else {
-      unit(c);
-    }
-  }
-
-  bool WriteString(PyObject* text) {
-    out_ += '"';
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void* data = PyUnicode_DATA(text);
-    if (PyUnicode_IS_ASCII(text)) {
-      const char* ascii = static_cast<const char*>(data);
-      Py_ssize_t start = 0;
-      for (Py_ssize_t i = 0; i < length; ++i) {
-        char c = ascii[i];
-        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') continue;
-        out_.append(ascii + start, static_cast<size_t>(i - start));
-        Escape(static_cast<unsigned char>(c));
-        start = i + 1;
-      }
-      out_.append(ascii + start, static_cast<size_t>(length - start));
-    } else {
-      for (Py_ssize_t i = 0; i < length; ++i) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
-          out_ += static_cast<char>(c);
-        } else {
-          Escape(c);
-        }
-      }
-    }
-    out_ += '"';
-    return true;
-  }
-
-  std::string& out_;
-};
 
 }  // namespace
 
@@ -437,7 +229,7 @@ struct TransformChain::Impl {
           return RecordError(batch, i, transform.label, "");
         }
         json.clear();
-        if (!JsonWriter(json).Write(rebound)) {
+        if (!python::JsonWriter(json, /*ensure_ascii=*/true).Write(rebound)) {
           Ref serialised(Serialise(rebound));
           if (!serialised) {
             return RecordError(batch, i, transform.label, " (serialising its result to JSON)");

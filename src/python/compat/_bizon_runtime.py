@@ -278,9 +278,24 @@ def incremental_state(last_run_us, run_started_at_us, state, cursor_field):
     )
 
 
+def record_payload(record_id, data):
+    """The JSON text of one record's data, or the ContractError of data that is not JSON."""
+    try:
+        return record_dumps(data)
+    except (TypeError, ValueError) as exc:
+        raise ContractError(f"record {record_id!r}: data is not JSON-serialisable: {exc}") from None
+
+
+def record_micros(record_id, timestamp):
+    return _micros(timestamp, f"record {record_id!r}: timestamp")
+
+
 def iteration_columns(iteration, method):
     """Checks what get()/get_records_after() returned and flattens it for the RecordBatch:
-    (ids, payloads, timestamps in µs, destination ids or None, next_pagination, next_state)."""
+    (ids, payloads, timestamps in µs, destination ids or None, next_pagination, next_state).
+
+    The reference: python_source.cc converts the usual iteration itself (same checks, same bytes)
+    and calls this for anything else, which also raises every contract error."""
     from bizon.source.models import SourceIteration, SourceRecord
 
     if not isinstance(iteration, SourceIteration):
@@ -298,7 +313,6 @@ def iteration_columns(iteration, method):
         raise ContractError(f"{method}() returned a SourceIteration whose records is "
                             f"{type(records).__name__}, expected a list of SourceRecord")
     ids, payloads, stamps, destinations = [], [], [], None
-    encode = record_dumps
     for index, record in enumerate(records):
         if not isinstance(record, SourceRecord):
             raise ContractError(f"{method}() returned a SourceIteration whose records[{index}] is "
@@ -312,12 +326,9 @@ def iteration_columns(iteration, method):
         data = record.data
         if not isinstance(data, dict):
             raise ContractError(f"record {record_id!r}: data must be a dict, got {type(data).__name__}")
-        try:
-            payloads.append(encode(data))
-        except (TypeError, ValueError) as exc:
-            raise ContractError(f"record {record_id!r}: data is not JSON-serialisable: {exc}") from None
+        payloads.append(record_payload(record_id, data))
         ids.append(record_id)
-        stamps.append(_micros(record.timestamp, f"record {record_id!r}: timestamp"))
+        stamps.append(record_micros(record_id, record.timestamp))
         destination = record.destination_id
         if destination is not None:
             if not isinstance(destination, str):

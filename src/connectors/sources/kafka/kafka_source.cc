@@ -589,9 +589,9 @@ Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& r
   AppendInteger(id_buffer_, message.partition);
   id_buffer_ += "_offset_";
   AppendInteger(id_buffer_, message.offset);
-  records.AddWith(
-      id_buffer_, [&](std::string& out) { AppendRecordJson(out, parts); },
-      parts.timestamp_ms * 1000,
+  AppendRecordJson(records.OpenPayload(), parts);  // Straight into the batch: no copy.
+  records.CommitPayload(
+      id_buffer_, parts.timestamp_ms * 1000,
       route != topic_map_.end() ? std::string_view(route->second) : std::string_view());
   return Status::Ok();
 }

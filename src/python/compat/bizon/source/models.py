@@ -57,11 +57,33 @@ class SourceRecord:
     dict = model_dump
 
     def __eq__(self, other):
-        return isinstance(other, SourceRecord) and self.model_dump() == other.model_dump()
+        # This class, also when the name SourceRecord is the C type's (below).
+        return isinstance(other, _PythonSourceRecord) and self.model_dump() == other.model_dump()
 
     def __repr__(self):
         return (f"SourceRecord(id={self.id!r}, data={self.data!r}, timestamp={self.timestamp!r}, "
                 f"destination_id={self.destination_id!r})")
+
+
+# The reference above; bizon's binary replaces it with the C type of the same behaviour
+# (src/python/source_record.cc), which costs a fraction per record. A plain Python importing
+# this package keeps the class above.
+_PythonSourceRecord = SourceRecord
+
+
+def _first_not_instance(items, cls):
+    """The index of the first of `items` that is not a `cls`, or -1 (a loop in C in the binary)."""
+    for index, item in enumerate(items):
+        if not isinstance(item, cls):
+            return index
+    return -1
+
+
+try:
+    from _bizon_native import SourceRecord  # noqa: F811
+    from _bizon_native import first_not_instance as _first_not_instance  # noqa: F811
+except ImportError:
+    pass
 
 
 class SourceIteration:
@@ -81,9 +103,10 @@ class SourceIteration:
         if not isinstance(records, (list, tuple)):
             raise ValueError(f"SourceIteration.records must be a list of SourceRecord, got {type(records).__name__}")
         records = list(records)
-        for index, record in enumerate(records):
-            if not isinstance(record, SourceRecord):
-                raise ValueError(f"SourceIteration.records[{index}] must be a SourceRecord, got {type(record).__name__}")
+        index = _first_not_instance(records, SourceRecord)
+        if index >= 0:
+            raise ValueError(f"SourceIteration.records[{index}] must be a SourceRecord, "
+                             f"got {type(records[index]).__name__}")
         self.next_pagination = dict(next_pagination)
         self.records: List[SourceRecord] = records
         self.next_state: Optional[Any] = next_state
