@@ -2,7 +2,9 @@
 // part of a process that died at one point, then a new process resuming the same job.
 #include "connectors/destinations/file/file_destination.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -105,6 +107,41 @@ TEST_F(FileDestinationTest, ResumeAfterFullRefreshRenameKeepsThePublishedFile) {
   ASSERT_OK(resumed->OnJobSucceeded());
   EXPECT_EQ(Lines("out.json"), 3);
   EXPECT_FALSE(std::filesystem::exists(Path("out.json.bizon-job")));
+}
+
+TEST_F(FileDestinationTest, SyncedOutputLeavesThePageCache) {
+  auto destination = Make(SyncMode::kFullRefresh, "job1");
+  ASSERT_OK(destination->Open(Value()));
+  RecordBatch batch;
+  std::string padding(1000, 'x');
+  for (int i = 0; i < 4000; ++i) {
+    batch.Add(std::to_string(i), "{\"id\":" + std::to_string(i) + ",\"p\":\"" + padding + "\"}",
+              NowMicros());
+  }
+  ASSERT_OK(destination->Append(batch, NowMicros()));
+  // Resident pages of the staging file, by mincore() on a mapping of it.
+  auto resident = [&]() -> size_t {
+    int fd = ::open(Path("out_temp.json").c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    auto size = static_cast<size_t>(::lseek(fd, 0, SEEK_END));
+    void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(mapped, MAP_FAILED);
+    auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> pages((size + page - 1) / page);
+    EXPECT_EQ(::mincore(mapped, size, pages.data()), 0);
+    ::munmap(mapped, size);
+    size_t count = 0;
+    for (unsigned char flags : pages) count += flags & 1;
+    return count;
+  };
+  // Written but not synced: in the page cache (dirty), which is what the check can see.
+  ASSERT_GT(resident(), 100u);
+  ASSERT_TRUE(destination->Sync().has_value());
+  EXPECT_EQ(resident(), 0u);
+  // Still all there.
+  ASSERT_OK(destination->Finalize());
+  EXPECT_EQ(Lines("out.json"), 4000);
 }
 
 TEST_F(FileDestinationTest, StreamWriteBeforeTheFirstCommitIsCutBack) {
