@@ -94,51 +94,50 @@ bool CpuHasAvx512bw() {
 }
 
 const bool kAvx512 = CpuHasAvx512bw();
+#else
+const bool kAvx512 = false;
 #endif
+
+size_t FindSpecialOn(bool avx512, std::string_view text, size_t from) {
+#ifdef BIZON_HAVE_AVX512_SCAN
+  if (avx512) return FindSpecialAvx512(text, from);
+#endif
+  (void)avx512;
+  return FindSpecialSwar(text, from);
+}
+
+size_t FindNonAsciiOn(bool avx512, std::string_view text, size_t from) {
+#ifdef BIZON_HAVE_AVX512_SCAN
+  if (avx512) return FindNonAsciiAvx512(text, from);
+#endif
+  (void)avx512;
+  return FindNonAsciiSwar(text, from);
+}
 
 }  // namespace
 
 size_t FindSpecial(std::string_view text, size_t from) {
-#ifdef BIZON_HAVE_AVX512_SCAN
-  if (kAvx512) return FindSpecialAvx512(text, from);
-#endif
-  return FindSpecialSwar(text, from);
+  return FindSpecialOn(kAvx512, text, from);
 }
 
 size_t FindNonAscii(std::string_view text, size_t from) {
-#ifdef BIZON_HAVE_AVX512_SCAN
-  if (kAvx512) return FindNonAsciiAvx512(text, from);
-#endif
-  return FindNonAsciiSwar(text, from);
+  return FindNonAsciiOn(kAvx512, text, from);
 }
 
-std::string_view Scanner() {
-#ifdef BIZON_HAVE_AVX512_SCAN
-  if (kAvx512) return "avx512bw";
-#endif
-  return "swar";
-}
+std::string_view Scanner() { return kAvx512 ? "avx512bw" : "swar"; }
 
 std::vector<std::string_view> Scanners() {
   std::vector<std::string_view> scanners = {"swar"};
-  if (Scanner() != "swar") scanners.push_back(Scanner());
+  if (kAvx512) scanners.push_back("avx512bw");
   return scanners;
 }
 
 size_t FindSpecialWith(std::string_view scanner, std::string_view text, size_t from) {
-#ifdef BIZON_HAVE_AVX512_SCAN
-  if (scanner == "avx512bw" && kAvx512) return FindSpecialAvx512(text, from);
-#endif
-  (void)scanner;
-  return FindSpecialSwar(text, from);
+  return FindSpecialOn(scanner == "avx512bw" && kAvx512, text, from);
 }
 
 size_t FindNonAsciiWith(std::string_view scanner, std::string_view text, size_t from) {
-#ifdef BIZON_HAVE_AVX512_SCAN
-  if (scanner == "avx512bw" && kAvx512) return FindNonAsciiAvx512(text, from);
-#endif
-  (void)scanner;
-  return FindNonAsciiSwar(text, from);
+  return FindNonAsciiOn(scanner == "avx512bw" && kAvx512, text, from);
 }
 
 }  // namespace bizon::json_scan

@@ -185,16 +185,23 @@ bool CpuHasVbmi2() {
          __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi2") &&
          __builtin_cpu_supports("popcnt");
 }
+
+const bool kVbmi2 = CpuHasVbmi2();
+#else
+const bool kVbmi2 = false;
 #endif
 
-/// The fastest PutJsonString this CPU runs, chosen once.
-char* PutJsonString(char* p, std::string_view text) {
+/// PutJsonStringVbmi2 when `vbmi2` (which the CPU must have), else PutJsonStringSwar.
+char* PutJsonStringOn(bool vbmi2, char* p, std::string_view text) {
 #ifdef BIZON_HAVE_VBMI2_ESCAPE
-  static const bool vbmi2 = CpuHasVbmi2();
   if (vbmi2) return PutJsonStringVbmi2(p, text);
 #endif
+  (void)vbmi2;
   return PutJsonStringSwar(p, text);
 }
+
+/// The fastest escape this CPU runs, chosen once.
+char* PutJsonString(char* p, std::string_view text) { return PutJsonStringOn(kVbmi2, p, text); }
 
 /// Longest text PutRfc3339 writes: "-292277-01-01T00:00:00.000000+00:00" and margin.
 constexpr size_t kMaxRfc3339 = 48;
@@ -272,28 +279,17 @@ void AppendRfc3339(std::string& out, int64_t micros) {
   AppendBounded(out, kMaxRfc3339, [&](char* p) { return PutRfc3339(p, micros, cache); });
 }
 
-std::string_view JsonStringEscaper() {
-#ifdef BIZON_HAVE_VBMI2_ESCAPE
-  static const bool vbmi2 = CpuHasVbmi2();
-  if (vbmi2) return "avx512-vbmi2";
-#endif
-  return "swar";
-}
+std::string_view JsonStringEscaper() { return kVbmi2 ? "avx512-vbmi2" : "swar"; }
 
 std::vector<std::string_view> JsonStringEscapers() {
   std::vector<std::string_view> escapers = {"swar"};
-  if (JsonStringEscaper() != "swar") escapers.push_back(JsonStringEscaper());
+  if (kVbmi2) escapers.push_back("avx512-vbmi2");
   return escapers;
 }
 
 void AppendJsonStringWith(std::string& out, std::string_view text, std::string_view escaper) {
-  AppendBounded(out, 2 + 6 * text.size(), [&](char* p) {
-#ifdef BIZON_HAVE_VBMI2_ESCAPE
-    if (escaper == "avx512-vbmi2" && CpuHasVbmi2()) return PutJsonStringVbmi2(p, text);
-#endif
-    (void)escaper;
-    return PutJsonStringSwar(p, text);
-  });
+  bool vbmi2 = escaper == "avx512-vbmi2" && kVbmi2;
+  AppendBounded(out, 2 + 6 * text.size(), [&](char* p) { return PutJsonStringOn(vbmi2, p, text); });
 }
 
 void AppendJsonStringFast(std::string& out, std::string_view text) {
