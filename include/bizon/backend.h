@@ -112,12 +112,18 @@ class Backend {
   /// Takes, without waiting, the exclusive lock that lets one run of the pipeline stream `key`
   /// at a time. Held until this backend instance is destroyed; a backend whose lock lives in a
   /// server session (postgres) also loses it when the process dies, so a crash never leaves it
-  /// behind. Fails with kFailedPrecondition when another run holds it. The default does nothing:
-  /// a backend without such a lock relies on the engine's (the sqlite file lock).
+  /// behind; a sqlite file takes a lock file beside it, which the kernel releases with the
+  /// process. Fails with kFailedPrecondition when another run holds it. The default does
+  /// nothing, for a backend private to one process.
   virtual Status AcquireRunLock(const StreamKey& key) {
     (void)key;
     return Status::Ok();
   }
+
+  /// True when AcquireRunLock() takes a real lock, which proves that no other run of the stream
+  /// is alive on any host sharing this backend (InitJob then trusts a running job's owner to be
+  /// gone).
+  virtual bool RunLockIsExclusive() const { return false; }
 
   // Jobs.
   virtual Result<StreamJob> CreateStreamJob(const StreamKey& key, std::string_view sync_mode,

@@ -64,6 +64,12 @@ class [[nodiscard]] Status {
   Status WithFailureClass(FailureClass failure_class) const&;
   Status WithFailureClass(FailureClass failure_class) &&;
 
+  /// Returns a copy tagged with `failure_class`, replacing the class it had: for a caller that
+  /// knows which part of the pipeline a step belongs to whatever failed inside it.
+  Status Reclassified(FailureClass failure_class) const {
+    return ok() ? *this : Status(code_, message_, failure_class);
+  }
+
   /// Returns a copy whose message is "<context>: <message>".
   Status WithContext(std::string_view context) const;
 
@@ -79,37 +85,54 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgumentError(std::string message) {
-  return {StatusCode::kInvalidArgument, std::move(message), FailureClass::kConfig};
+// Each factory takes the failure class of the place the failure arises; the default is what
+// that code usually means (a bad argument is the user's config unless its caller says otherwise).
+inline Status InvalidArgumentError(std::string message,
+                                   FailureClass failure_class = FailureClass::kConfig) {
+  return {StatusCode::kInvalidArgument, std::move(message), failure_class};
 }
-inline Status NotFoundError(std::string message) {
-  return {StatusCode::kNotFound, std::move(message)};
+inline Status NotFoundError(std::string message, FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kNotFound, std::move(message), failure_class};
 }
-inline Status UnavailableError(std::string message) {
-  return {StatusCode::kUnavailable, std::move(message)};
+inline Status UnavailableError(std::string message,
+                               FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kUnavailable, std::move(message), failure_class};
 }
-inline Status AbortedError(std::string message) {
-  return {StatusCode::kAborted, std::move(message)};
+inline Status AbortedError(std::string message, FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kAborted, std::move(message), failure_class};
 }
-inline Status FailedPreconditionError(std::string message) {
-  return {StatusCode::kFailedPrecondition, std::move(message)};
+inline Status FailedPreconditionError(std::string message,
+                                      FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kFailedPrecondition, std::move(message), failure_class};
 }
-inline Status DataLossError(std::string message) {
-  return {StatusCode::kDataLoss, std::move(message)};
+inline Status DataLossError(std::string message, FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kDataLoss, std::move(message), failure_class};
 }
-inline Status CancelledError(std::string message) {
-  return {StatusCode::kCancelled, std::move(message)};
+inline Status CancelledError(std::string message,
+                             FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kCancelled, std::move(message), failure_class};
 }
-inline Status UnimplementedError(std::string message) {
-  return {StatusCode::kUnimplemented, std::move(message)};
+inline Status UnimplementedError(std::string message,
+                                 FailureClass failure_class = FailureClass::kNone) {
+  return {StatusCode::kUnimplemented, std::move(message), failure_class};
 }
-inline Status InternalError(std::string message) {
-  return {StatusCode::kInternal, std::move(message), FailureClass::kUnknown};
+inline Status InternalError(std::string message,
+                            FailureClass failure_class = FailureClass::kUnknown) {
+  return {StatusCode::kInternal, std::move(message), failure_class};
 }
 
-/// A value or the Status explaining why there is none.
+/// A value or the Status explaining why there is none. [[nodiscard]] (std::expected is not, in
+/// GCC 12's library): a dropped Result is a build error, and a deliberate one says IgnoreError().
 template <typename T>
-using Result = std::expected<T, Status>;
+class [[nodiscard]] Result : public std::expected<T, Status> {
+ public:
+  using std::expected<T, Status>::expected;
+  Result(std::expected<T, Status> other)  // NOLINT(google-explicit-constructor)
+      : std::expected<T, Status>(std::move(other)) {}
+
+  /// Marks a deliberately ignored result; grep for it when auditing error handling.
+  void IgnoreError() const {}
+};
 
 /// Lets `return SomeError(...)` work in functions returning Result<T>.
 inline std::unexpected<Status> Fail(Status status) { return std::unexpected(std::move(status)); }

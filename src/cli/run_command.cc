@@ -15,7 +15,7 @@
 #include "config/pipeline_config.h"
 #include "config/references.h"
 #include "engine/pipeline.h"
-#include "engine/roles.h"
+#include "engine/runner/runner.h"
 
 namespace bizon {
 namespace {

@@ -13,6 +13,13 @@
 namespace bizon {
 namespace {
 
+/// Returns `on_error(status)` from the enclosing function when `expr` (a Status) is not ok.
+#define BIZON_RETURN_IF_ERROR_AS(on_error, expr)                        \
+  do {                                                                  \
+    ::bizon::Status bizon_status_ = (expr);                             \
+    if (!bizon_status_.ok()) return on_error(std::move(bizon_status_)); \
+  } while (false)
+
 /// Rows waiting to be written (or, for a destination that appends, written but not yet durable),
 /// with the iteration range and pagination they cover.
 struct Buffer {
@@ -38,16 +45,15 @@ struct Buffer {
 class Consumer {
  public:
   Consumer(Destination& destination, Backend& backend, const PipelineSettings& settings,
-           const JobPlan& plan, TransformChain* transforms, Acknowledgements* acks)
+           const JobPlan& plan, TransformChain* transforms, CommitLoop::Hooks hooks)
       : destination_(destination),
         backend_(backend),
         settings_(settings),
         plan_(plan),
+        commits_(backend, settings, plan, std::move(hooks)),
         progress_(settings.key.source_name + "." + settings.key.stream_name,
                   plan.job.total_records_to_fetch, plan.rows_already_written),
-        destination_state_(plan.destination_state),
         transforms_(transforms),
-        acks_(acks),
         appending_(destination.CanAppend()) {}
 
   ConsumerResult Run(MessageSource& source, const std::atomic<bool>& stop_requested);
@@ -65,24 +71,24 @@ class Consumer {
   Status Append(QueueMessage& message);
   Status Flush();
   Status WriteOversized(QueueMessage& message);
-  Status RecordCursor(int64_t from, int64_t to, int64_t rows, const Value& pagination,
-                      const Value& state);
-  ConsumerResult Failed(ReturnStatus status, Status error);
+  /// After a durable write of `rows`: monitoring and the progress line.
+  void Written(int64_t rows);
+  /// The normal termination: flush, then publish (or keep the job open for the next run).
+  ConsumerResult Terminate(const QueueMessage& message);
+  /// Writes, buffers or appends one data message.
+  Status Take(QueueMessage& message);
+  ConsumerResult Failed(Status error);
 
   Destination& destination_;
   Backend& backend_;
   const PipelineSettings& settings_;
   const JobPlan& plan_;
+  CommitLoop commits_;
   Buffer buffer_;
   Progress progress_;
   int64_t written_ = 0;
   std::optional<Value> last_state_;
-  /// What the destination's last durable Write() returned (the resumed job's, before any).
-  /// Every cursor carries it, including those of empty pages, because a resume hands the last
-  /// cursor's state to Open(): a cursor without it would make Open() discard committed rows.
-  Value destination_state_;
   TransformChain* transforms_;  // Null without transforms.
-  Acknowledgements* acks_;      // Null when the runner acknowledges the source itself.
   DurableTally tally_;          // What the next durable point makes durable, for monitoring.
   bool failed_ = false;         // Set by Failed(), read by the iteration's span.
   /// The destination takes rows as they arrive: nothing is held here, buffer_size is the interval
@@ -120,43 +126,26 @@ Status Consumer::Append(QueueMessage& message) {
       .WithFailureClass(FailureClass::kDestination);
 }
 
-Status Consumer::RecordCursor(int64_t from, int64_t to, int64_t rows, const Value& pagination,
-                              const Value& state) {
-  bool exhausted = pagination.is_null() || (pagination.is_map() && pagination.AsMap().empty());
-  DestinationCursor cursor{
-      .id = "",
-      .job_id = plan_.job.id,
-      .key = settings_.key,
-      .destination_name = settings_.destination_name,
-      .from_source_iteration = from,
-      .to_source_iteration = to,
-      .rows_written = rows,
-      .success = true,
-      .pagination = exhausted ? std::nullopt : std::optional<std::string>(pagination.ToJson()),
-      .destination_state =
-          state.is_null() ? std::nullopt : std::optional<std::string>(state.ToJson()),
-      .error_message = std::nullopt,
-      .created_at_us = 0};
-  BIZON_RETURN_IF_ERROR(
-      backend_.CreateDestinationCursor(cursor).WithFailureClass(FailureClass::kBackend));
-  if (acks_ != nullptr) acks_->Post(pagination);
-  return Status::Ok();
+void Consumer::Written(int64_t rows) {
+  tally_.Report(NowMicros());
+  written_ += rows;
+  progress_.Update(written_);
 }
 
 Status Consumer::Flush() {
   if (buffer_.empty()) return Status::Ok();
   spdlog::debug("Writing in destination {} from source iteration {} to {}",
                 settings_.destination_name, buffer_.from_iteration, buffer_.to_iteration);
-  Result<Value> state =
-      appending_ ? destination_.Sync() : destination_.Write(buffer_.records, NowMicros());
-  if (!state) return state.error().WithFailureClass(FailureClass::kDestination);
   int64_t rows = static_cast<int64_t>(appending_ ? buffer_.appended_rows : buffer_.records.size());
-  destination_state_ = std::move(*state);
-  BIZON_RETURN_IF_ERROR(RecordCursor(buffer_.from_iteration, buffer_.to_iteration, rows,
-                                     buffer_.pagination, destination_state_));
-  tally_.Report(NowMicros());
-  written_ += rows;
-  progress_.Update(written_);
+  BIZON_RETURN_IF_ERROR(commits_.Commit(
+      {.from_iteration = buffer_.from_iteration,
+       .to_iteration = buffer_.to_iteration,
+       .rows = rows,
+       .pagination = buffer_.pagination},
+      [&] {
+        return appending_ ? destination_.Sync() : destination_.Write(buffer_.records, NowMicros());
+      }));
+  Written(rows);
   buffer_.Clear();
   return Status::Ok();
 }
@@ -167,185 +156,145 @@ Status Consumer::WriteOversized(QueueMessage& message) {
   // partial chunks on resume.
   const RecordBatch& records = message.records;
   tally_.Add(records);
-  size_t begin = 0;
-  Value state;
-  while (begin < records.size()) {
-    RecordBatch chunk;
-    size_t bytes = 0;
-    size_t end = begin;
-    while (end < records.size() &&
-           (end == begin ||
-            bytes + records.payload(end).size() <= static_cast<size_t>(settings_.buffer_bytes))) {
-      bytes += records.payload(end).size();
-      ++end;
+  auto write_chunks = [&]() -> Result<Value> {
+    size_t begin = 0;
+    Value state;
+    while (begin < records.size()) {
+      RecordBatch chunk;
+      size_t bytes = 0;
+      size_t end = begin;
+      while (end < records.size() &&
+             (end == begin ||
+              bytes + records.payload(end).size() <= static_cast<size_t>(settings_.buffer_bytes))) {
+        bytes += records.payload(end).size();
+        ++end;
+      }
+      chunk.AppendRange(records, begin, end);
+      BIZON_ASSIGN_OR_RETURN(state, destination_.Write(chunk, NowMicros()));
+      begin = end;
     }
-    chunk.AppendRange(records, begin, end);
-    Result<Value> written = destination_.Write(chunk, NowMicros());
-    if (!written) return written.error().WithFailureClass(FailureClass::kDestination);
-    state = std::move(*written);
-    begin = end;
-  }
+    return state;
+  };
   int64_t rows = static_cast<int64_t>(records.size());
-  destination_state_ = std::move(state);
-  BIZON_RETURN_IF_ERROR(RecordCursor(message.iteration, message.iteration, rows,
-                                     message.next_pagination, destination_state_));
-  tally_.Report(NowMicros());
-  written_ += rows;
-  progress_.Update(written_);
+  BIZON_RETURN_IF_ERROR(commits_.Commit({.from_iteration = message.iteration,
+                                         .to_iteration = message.iteration,
+                                         .rows = rows,
+                                         .pagination = message.next_pagination},
+                                        write_chunks));
+  Written(rows);
   return Status::Ok();
 }
 
-ConsumerResult Consumer::Failed(ReturnStatus status, Status error) {
+ConsumerResult Consumer::Failed(Status error) {
   spdlog::error("Consumer stopped: {}", error.message());
   failed_ = true;
   progress_.Finish(false);
-  return {status, std::nullopt, std::move(error)};
+  return {.error = std::move(error)};
+}
+
+ConsumerResult Consumer::Terminate(const QueueMessage& message) {
+  BIZON_RETURN_IF_ERROR_AS(Failed, Flush());
+  if (!message.source_exhausted && settings_.sync_mode != SyncMode::kFullRefresh) {
+    // Stopped at max_iterations with data left: keep the job open so the next run continues
+    // from here instead of moving the watermark past unfetched records.
+    BIZON_RETURN_IF_ERROR_AS(
+        Failed, backend_.UpdateStreamJobStatus(plan_.job.id, JobStatus::kRunning, std::nullopt)
+                    .WithFailureClass(FailureClass::kBackend));
+    BIZON_RETURN_IF_ERROR_AS(
+        Failed, backend_.SetJobOwner(plan_.job.id, "").WithFailureClass(FailureClass::kBackend));
+    spdlog::info("Run capped by max_iterations; the next run continues job {}", plan_.job.id);
+    progress_.Finish(true);
+    return {};
+  }
+  if (settings_.sync_mode == SyncMode::kStream) {
+    // A bounded stream caught up: the job stays open for the next run.
+    BIZON_RETURN_IF_ERROR_AS(
+        Failed, backend_.SetJobOwner(plan_.job.id, "").WithFailureClass(FailureClass::kBackend));
+    progress_.Finish(true);
+    return {};
+  }
+  BIZON_RETURN_IF_ERROR_AS(Failed,
+                           destination_.Finalize().WithFailureClass(FailureClass::kDestination));
+  BIZON_RETURN_IF_ERROR_AS(Failed, CompleteJob(backend_, destination_, plan_, last_state_));
+  progress_.Finish(true);
+  return {};
+}
+
+Status Consumer::Take(QueueMessage& message) {
+  if (message.records.empty()) {
+    // Nothing to write, but the position still moves: an empty page mid-stream must not make
+    // a resume fetch it again from an older cursor.
+    if (buffer_.empty() && settings_.buffer_bytes == 0) {
+      return commits_.CommitEmpty({.from_iteration = message.iteration,
+                                   .to_iteration = message.iteration,
+                                   .rows = 0,
+                                   .pagination = message.next_pagination});
+    }
+    if (!buffer_.empty()) {
+      buffer_.to_iteration = message.iteration;
+      buffer_.pagination = std::move(message.next_pagination);
+    }
+    return Status::Ok();
+  }
+  int64_t size = static_cast<int64_t>(message.records.PayloadBytes());
+  if (appending_) {
+    BIZON_RETURN_IF_ERROR(Append(message));
+    bool due = settings_.buffer_bytes == 0 || IsRipe(NowMicros()) ||
+               buffer_.appended_bytes >= settings_.buffer_bytes;
+    return due ? Flush() : Status::Ok();
+  }
+  if (settings_.buffer_bytes == 0) {
+    Add(message);
+    return Flush();
+  }
+  if (size > settings_.buffer_bytes) {
+    BIZON_RETURN_IF_ERROR(Flush());
+    return WriteOversized(message);
+  }
+  if (IsRipe(NowMicros()) ||
+      static_cast<int64_t>(buffer_.records.PayloadBytes()) + size > settings_.buffer_bytes) {
+    BIZON_RETURN_IF_ERROR(Flush());
+  }
+  Add(message);
+  return Status::Ok();
 }
 
 ConsumerResult Consumer::Run(MessageSource& source, const std::atomic<bool>& stop_requested) {
-  Status opened = destination_.Open(plan_.destination_state);
-  if (!opened.ok()) {
-    return Failed(ReturnStatus::kDestinationError,
-                  opened.WithFailureClass(FailureClass::kDestination));
-  }
+  BIZON_RETURN_IF_ERROR_AS(
+      Failed,
+      destination_.Open(plan_.destination_state).WithFailureClass(FailureClass::kDestination));
   while (true) {
     if (stop_requested.load()) {
-      return Failed(ReturnStatus::kKilledByRunner, CancelledError("the consumer was stopped"));
+      return Failed(CancelledError("the consumer was stopped", FailureClass::kKilled));
     }
     auto next = source.Next(std::chrono::milliseconds(500));
     if (!next) {
-      // Transform workers report their failures through the channel (process runner).
-      if (next.error().failure_class() == FailureClass::kTransform) {
-        return Failed(ReturnStatus::kTransformError, next.error());
-      }
-      return Failed(ReturnStatus::kQueueError, next.error().WithFailureClass(FailureClass::kQueue));
+      // The channel broke; transform workers report their own failures through it.
+      return Failed(next.error().WithFailureClass(FailureClass::kQueue));
     }
     if (!next->has_value()) {
-      if (IsRipe(NowMicros())) {
-        if (Status flushed = Flush(); !flushed.ok()) {
-          return Failed(ReturnStatus::kDestinationError, flushed);
-        }
-      }
+      if (IsRipe(NowMicros())) BIZON_RETURN_IF_ERROR_AS(Failed, Flush());
       continue;
     }
     QueueMessage& message = **next;
-    switch (message.kind) {
-      case QueueMessage::Kind::kErrorTermination: {
-        // Nothing more is written and nothing is published: the run failed upstream.
-        progress_.Finish(false);
-        ConsumerResult result;
-        result.producer_status = ParseReturnStatus(message.producer_status);
-        result.status = result.producer_status.value_or(ReturnStatus::kSourceError);
-        result.error = message.error;
-        return result;
-      }
-      case QueueMessage::Kind::kTermination: {
-        if (Status flushed = Flush(); !flushed.ok()) {
-          return Failed(flushed.failure_class() == FailureClass::kBackend
-                            ? ReturnStatus::kBackendError
-                            : ReturnStatus::kDestinationError,
-                        flushed);
-        }
-        if (!message.source_exhausted && settings_.sync_mode != SyncMode::kFullRefresh) {
-          // Stopped at max_iterations with data left: keep the job open so the next run
-          // continues from here instead of moving the watermark past unfetched records.
-          Status paused =
-              backend_.UpdateStreamJobStatus(plan_.job.id, JobStatus::kRunning, std::nullopt);
-          if (!paused.ok()) return Failed(ReturnStatus::kBackendError, paused);
-          Status released = backend_.SetJobOwner(plan_.job.id, "");
-          if (!released.ok()) return Failed(ReturnStatus::kBackendError, released);
-          spdlog::info("Run capped by max_iterations; the next run continues job {}", plan_.job.id);
-          progress_.Finish(true);
-          return {};
-        }
-        if (settings_.sync_mode == SyncMode::kStream) {
-          // A bounded stream caught up: the job stays open for the next run.
-          Status released = backend_.SetJobOwner(plan_.job.id, "");
-          if (!released.ok()) return Failed(ReturnStatus::kBackendError, released);
-          progress_.Finish(true);
-          return {};
-        }
-        Status finalized = destination_.Finalize();
-        if (!finalized.ok()) {
-          return Failed(ReturnStatus::kDestinationError,
-                        finalized.WithFailureClass(FailureClass::kDestination));
-        }
-        Status completed = CompleteJob(backend_, destination_, plan_, last_state_);
-        if (!completed.ok()) {
-          return Failed(completed.failure_class() == FailureClass::kDestination
-                            ? ReturnStatus::kDestinationError
-                            : ReturnStatus::kBackendError,
-                        completed);
-        }
-        progress_.Finish(true);
-        return {};
-      }
-      case QueueMessage::Kind::kData:
-        break;
+    if (message.kind == QueueMessage::Kind::kErrorTermination) {
+      // Nothing more is written and nothing is published: the run failed upstream. A producer
+      // that named no side failed in its source.
+      progress_.Finish(false);
+      return {.error = message.error.WithFailureClass(FailureClass::kSource), .upstream = true};
     }
+    if (message.kind == QueueMessage::Kind::kTermination) return Terminate(message);
     ScopedIterationSpan span(message.iteration, message.extracted_at_us, message.records, failed_);
-
     if (transforms_ != nullptr && !message.records.empty()) {
-      if (Status applied = transforms_->Apply(message.records); !applied.ok()) {
-        return Failed(ReturnStatus::kTransformError,
-                      applied.WithFailureClass(FailureClass::kTransform));
-      }
+      BIZON_RETURN_IF_ERROR_AS(
+          Failed, transforms_->Apply(message.records).WithFailureClass(FailureClass::kTransform));
     }
     if (message.next_state) last_state_ = message.next_state;
-    if (message.records.empty()) {
-      // Nothing to write, but the position still moves: an empty page mid-stream must not make
-      // a resume fetch it again from an older cursor.
-      if (buffer_.empty() && settings_.buffer_bytes == 0) {
-        Status recorded = RecordCursor(message.iteration, message.iteration, 0,
-                                       message.next_pagination, destination_state_);
-        if (!recorded.ok()) return Failed(ReturnStatus::kBackendError, recorded);
-      } else if (!buffer_.empty()) {
-        buffer_.to_iteration = message.iteration;
-        buffer_.pagination = std::move(message.next_pagination);
-      }
-      continue;
-    }
-    Status status;
-    int64_t size = static_cast<int64_t>(message.records.PayloadBytes());
-    if (appending_) {
-      status = Append(message);
-      if (status.ok() && (settings_.buffer_bytes == 0 || IsRipe(NowMicros()) ||
-                          buffer_.appended_bytes >= settings_.buffer_bytes)) {
-        status = Flush();
-      }
-    } else if (settings_.buffer_bytes == 0) {
-      Add(message);
-      status = Flush();
-    } else if (size > settings_.buffer_bytes) {
-      status = Flush();
-      if (status.ok()) status = WriteOversized(message);
-    } else if (IsRipe(NowMicros()) || static_cast<int64_t>(buffer_.records.PayloadBytes()) + size >
-                                          settings_.buffer_bytes) {
-      status = Flush();
-      if (status.ok()) Add(message);
-    } else {
-      Add(message);
-    }
-    if (!status.ok()) {
-      return Failed(status.failure_class() == FailureClass::kBackend
-                        ? ReturnStatus::kBackendError
-                        : ReturnStatus::kDestinationError,
-                    status);
-    }
+    BIZON_RETURN_IF_ERROR_AS(Failed, Take(message));
   }
 }
 
 }  // namespace
-
-std::optional<ReturnStatus> ParseReturnStatus(std::string_view text) {
-  for (ReturnStatus status :
-       {ReturnStatus::kSuccess, ReturnStatus::kRunning, ReturnStatus::kSourceError,
-        ReturnStatus::kDestinationError, ReturnStatus::kBackendError, ReturnStatus::kQueueError,
-        ReturnStatus::kTransformError, ReturnStatus::kStreamError, ReturnStatus::kKilledByRunner}) {
-    if (ToString(status) == text) return status;
-  }
-  return std::nullopt;
-}
 
 Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& plan,
                    const std::optional<Value>& last_state) {
@@ -364,8 +313,8 @@ Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& pl
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
                            const std::atomic<bool>& stop_requested, TransformChain* transforms,
-                           Acknowledgements* acks) {
-  Consumer consumer(destination, backend, settings, plan, transforms, acks);
+                           CommitLoop::Hooks hooks) {
+  Consumer consumer(destination, backend, settings, plan, transforms, std::move(hooks));
   return consumer.Run(source, stop_requested);
 }
 

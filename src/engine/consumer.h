@@ -9,38 +9,30 @@
 
 #include "bizon/backend.h"
 #include "bizon/destination.h"
-#include "engine/acknowledgements.h"
+#include "engine/channel.h"
+#include "engine/commit_loop.h"
 #include "engine/job.h"
-#include "engine/pipeline.h"
-#include "engine/queue/queue_message.h"
 #include "engine/settings.h"
 
 namespace bizon {
 
 class TransformChain;
 
-class MessageSource {
- public:
-  virtual ~MessageSource() = default;
-  /// Waits up to `timeout`; nullopt on timeout. An error means the channel broke (the producer
-  /// process died, a queue server went away).
-  virtual Result<std::optional<QueueMessage>> Next(std::chrono::milliseconds timeout) = 0;
-};
-
 struct ConsumerResult {
-  ReturnStatus status = ReturnStatus::kSuccess;
-  /// For a failed producer, the status it reported (the consumer mirrors it).
-  std::optional<ReturnStatus> producer_status;
+  /// Ok, or why the consumer stopped; its failure class is the side's result.
   Status error;
+  /// The failure is the producer's, carried by its error termination: the consumer mirrors it.
+  bool upstream = false;
+
+  bool ok() const { return error.ok(); }
 };
 
+/// `hooks` are the runner's part of the commit loop (engine/commit_loop.h): what to do once a
+/// cursor is recorded, and how the source is acknowledged.
 ConsumerResult RunConsumer(MessageSource& source, Destination& destination, Backend& backend,
                            const PipelineSettings& settings, const JobPlan& plan,
                            const std::atomic<bool>& stop_requested,
-                           TransformChain* transforms = nullptr, Acknowledgements* acks = nullptr);
-
-/// Parses a PipelineReturnStatus value ("source_error").
-std::optional<ReturnStatus> ParseReturnStatus(std::string_view text);
+                           TransformChain* transforms = nullptr, CommitLoop::Hooks hooks = {});
 
 /// Marks the job succeeded after a successful Finalize(), persisting the incremental state.
 Status CompleteJob(Backend& backend, Destination& destination, const JobPlan& plan,

@@ -16,21 +16,6 @@ StreamKey MemberKey(const StreamKey& pipeline, std::string_view member) {
           .stream_name = fmt::format("{}@{}", pipeline.stream_name, member)};
 }
 
-Result<RunLockHold> AcquireRunLocks(const Value& backend_config, Backend& backend,
-                                    const StreamKey& key) {
-  RunLockHold hold;
-  // A file backend is shared by every run on this host: the lock makes them take turns. An
-  // in-memory one is private to this process and needs none.
-  if (std::optional<std::string> path = SqliteFilePath(backend_config)) {
-    BIZON_ASSIGN_OR_RETURN(RunLock lock, RunLock::Acquire(*path, key));
-    hold.file_lock.emplace(std::move(lock));
-  }
-  // A backend shared across hosts (PostgreSQL) has a lock of its own; the others do nothing here.
-  BIZON_RETURN_IF_ERROR(backend.AcquireRunLock(key));
-  hold.exclusive = hold.file_lock.has_value() || HasRunLock(backend_config);
-  return hold;
-}
-
 Result<std::vector<std::optional<int64_t>>> MemberLedger::Claimed(
     const std::vector<std::string>& partitions) {
   BIZON_ASSIGN_OR_RETURN(std::vector<PartitionClaim> claims,
@@ -75,9 +60,8 @@ Status MemberLedger::AdoptIfGone(const std::string& owner) {
   StreamKey key = MemberKey(settings_.key, owner);
   // A connection of its own: a server-side run lock lasts as long as the backend instance.
   BIZON_ASSIGN_OR_RETURN(std::unique_ptr<Backend> probe, OpenBackend(settings_.backend_config));
-  auto lock = AcquireRunLocks(settings_.backend_config, *probe, key);
-  if (!lock) {
-    if (lock.error().code() != StatusCode::kFailedPrecondition) return lock.error();
+  if (Status locked = probe->AcquireRunLock(key); !locked.ok()) {
+    if (locked.code() != StatusCode::kFailedPrecondition) return locked;
     // Alive: it gave the partitions up at the rebalance after writing what it held of them, or
     // it will find itself fenced at its next write and roll that back.
     spdlog::info("Member {} is alive; it wrote what it held of the partitions before leaving them",

@@ -22,27 +22,12 @@
 #include "bizon/source.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
-#include "engine/run_lock.h"
 #include "engine/settings.h"
 
 namespace bizon {
 
 /// The job key of member `member` of the pipeline stream `pipeline`.
 StreamKey MemberKey(const StreamKey& pipeline, std::string_view member);
-
-/// The run lock of one stream key: the file lock beside a sqlite backend, and the backend's own
-/// (a PostgreSQL session lock, held by the backend instance it was taken on).
-struct RunLockHold {
-  std::optional<RunLock> file_lock;
-  /// True when this process holds a lock that keeps other runs of the key out on every host
-  /// that shares the backend (InitJob then trusts a running job's owner to be gone).
-  bool exclusive = false;
-};
-
-/// Takes the run lock of `key` without waiting, on `backend` (which keeps a server-side lock
-/// until it is destroyed). Fails with kFailedPrecondition when another process holds it.
-Result<RunLockHold> AcquireRunLocks(const Value& backend_config, Backend& backend,
-                                    const StreamKey& key);
 
 /// One member's side of the partition ledger, handed to the source as its PartitionOwner.
 class MemberLedger final : public PartitionOwner {

@@ -1,55 +1,14 @@
-// Runs one pipeline end to end: init job, producer, queue, consumer, finalize.
+// Runs one pipeline end to end: resolve the config, open the backend and the source, init the
+// job, hand it to the runner, and turn the sides' results into the run's outcome.
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <string>
 
 #include "bizon/registry.h"
-#include "bizon/status.h"
 #include "config/pipeline_config.h"
+#include "engine/runner/outcome.h"
 
 namespace bizon {
-
-/// The original's PipelineReturnStatus values.
-enum class ReturnStatus {
-  kSuccess,
-  kRunning,
-  kSourceError,
-  kDestinationError,
-  kBackendError,
-  kQueueError,
-  kTransformError,
-  kStreamError,
-  kKilledByRunner,
-};
-std::string_view ToString(ReturnStatus status);
-
-/// Which side of the pipeline this process runs (`bizon run --role`): both (the default), or
-/// one of them, the other running in another process through a kafka or rabbitmq queue.
-enum class RunRole { kAll, kProducer, kConsumer };
-
-/// What a run produced: the fields of --result-json, and the exit status.
-struct RunOutcome {
-  bool success = false;
-  FailureClass failure_class = FailureClass::kNone;
-  std::string job_id;
-  std::optional<ReturnStatus> producer;
-  std::optional<ReturnStatus> consumer;
-  std::optional<ReturnStatus> stream;
-  int64_t records_written = 0;
-  int64_t started_at_us = 0;
-  double duration_s = 0;
-  std::string error;  // The first error of the run.
-  RunRole role = RunRole::kAll;
-  /// The producer role: records it published this run.
-  int64_t records_published = 0;
-
-  /// "Pipeline finished with status Failure (Producer: source_error, Consumer: source_error)".
-  std::string StatusText() const;
-  /// The --result-json document.
-  std::string ToJson() const;
-};
 
 struct RunOptions {
   /// Path of this binary, for runners that start worker processes.

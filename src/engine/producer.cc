@@ -8,14 +8,22 @@
 namespace bizon {
 namespace {
 
-ProducerResult FailWith(MessageSink& sink, int64_t iteration, ReturnStatus status, Status error) {
+ProducerResult FailWith(MessageSink& sink, int64_t iteration, Status error) {
   QueueMessage message;
   message.kind = QueueMessage::Kind::kErrorTermination;
   message.iteration = iteration;
   message.error = error;
-  message.producer_status = std::string(ToString(status));
-  sink.Push(std::move(message));  // If the consumer is gone there is nobody left to tell.
-  return {status, std::move(error)};
+  // Ignored: if the consumer is gone there is nobody left to tell.
+  sink.Push(std::move(message)).IgnoreError();
+  return {std::move(error)};
+}
+
+/// Ends the stream normally. A consumer already gone has stopped the run on its own, and reports
+/// why; the producer's work is done either way.
+ProducerResult Terminate(MessageSink& sink, QueueMessage done) {
+  done.kind = QueueMessage::Kind::kTermination;
+  sink.Push(std::move(done)).IgnoreError();
+  return {};
 }
 
 }  // namespace
@@ -29,30 +37,19 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
   int64_t rows_fetched = plan.rows_already_written;
   bool use_window = plan.window.has_value() && !plan.is_reset;
 
-  if (plan.source_exhausted) {
-    QueueMessage done;
-    done.kind = QueueMessage::Kind::kTermination;
-    done.iteration = iteration;
-    sink.Push(std::move(done));
-    return {};
-  }
+  if (plan.source_exhausted) return Terminate(sink, {.iteration = iteration});
 
   while (true) {
     if (stop_requested.load()) {
-      return {ReturnStatus::kKilledByRunner, CancelledError("the producer was asked to stop")};
+      return {CancelledError("the producer was asked to stop", FailureClass::kKilled)};
     }
     // The cap counts this run's iterations (0..N, N+1 in all, as the original), not the job's:
     // a resumed job already past N must still make progress.
     if (settings.max_iterations > 0 && iteration - plan.start_iteration > settings.max_iterations) {
       spdlog::info("Max iteration of {} reached for {}, stopping the run here",
                    settings.max_iterations, label);
-      QueueMessage capped;
-      capped.kind = QueueMessage::Kind::kTermination;
-      capped.iteration = iteration;
-      capped.source_exhausted = false;
-      capped.next_pagination = pagination;
-      sink.Push(std::move(capped));
-      return {};
+      return Terminate(
+          sink, {.iteration = iteration, .next_pagination = pagination, .source_exhausted = false});
     }
     if (backend != nullptr && iteration % settings.sync_cursor_every == 0) {
       Status written = backend->CreateSourceCursor({.job_id = plan.job.id,
@@ -61,16 +58,14 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
                                                     .rows_fetched = rows_fetched,
                                                     .next_pagination = pagination.ToJson()});
       if (!written.ok()) {
-        return FailWith(sink, iteration, ReturnStatus::kBackendError,
-                        written.WithFailureClass(FailureClass::kBackend));
+        return FailWith(sink, iteration, written.WithFailureClass(FailureClass::kBackend));
       }
     }
     if (std::optional<Value> recorded = acks != nullptr ? acks->Take() : std::nullopt) {
       if (Status committed = source.Commit(*recorded); !committed.ok()) {
         spdlog::error("Source {} could not acknowledge what was written: {}", label,
                       committed.message());
-        return FailWith(sink, iteration, ReturnStatus::kSourceError,
-                        committed.WithFailureClass(FailureClass::kSource));
+        return FailWith(sink, iteration, committed.WithFailureClass(FailureClass::kSource));
       }
     }
     int64_t extracted_at = NowMicros();
@@ -82,7 +77,7 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
                          .WithContext(fmt::format("{} iteration {}", label, iteration));
       spdlog::error("Source {} failed at iteration {}: {}", label, iteration,
                     fetched.error().message());
-      return FailWith(sink, iteration, ReturnStatus::kSourceError, std::move(error));
+      return FailWith(sink, iteration, std::move(error));
     }
     SourceIteration& page = *fetched;
     bool last = page.IsLast();
@@ -97,17 +92,14 @@ ProducerResult RunProducer(Source& source, Backend* backend, const PipelineSetti
     message.records = std::move(page.records);
     message.next_pagination = last ? Value::EmptyMap() : page.next_pagination;
     message.next_state = std::move(page.next_state);
-    if (!sink.Push(std::move(message))) {
-      return {ReturnStatus::kKilledByRunner, CancelledError("the consumer stopped")};
+    if (Status pushed = sink.Push(std::move(message)); !pushed.ok()) {
+      // The consumer stopped (class `killed`), or the channel failed (class `queue`).
+      return {pushed.WithFailureClass(FailureClass::kKilled)};
     }
     if (last) {
-      QueueMessage done;
-      done.kind = QueueMessage::Kind::kTermination;
-      done.iteration = iteration + 1;
-      sink.Push(std::move(done));
       spdlog::info("Source {} exhausted after {} iterations, {} records", label, iteration + 1,
                    rows_fetched);
-      return {};
+      return Terminate(sink, {.iteration = iteration + 1});
     }
     pagination = std::move(page.next_pagination);
     ++iteration;

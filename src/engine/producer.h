@@ -11,23 +11,17 @@
 #include "bizon/backend.h"
 #include "bizon/source.h"
 #include "engine/acknowledgements.h"
+#include "engine/channel.h"
 #include "engine/job.h"
-#include "engine/pipeline.h"
-#include "engine/queue/queue_message.h"
 #include "engine/settings.h"
 
 namespace bizon {
 
-class MessageSink {
- public:
-  virtual ~MessageSink() = default;
-  /// Blocks while the channel is full; false when the consumer side is gone.
-  virtual bool Push(QueueMessage message) = 0;
-};
-
 struct ProducerResult {
-  ReturnStatus status = ReturnStatus::kSuccess;
+  /// Ok, or why the producer stopped; its failure class is the side's result.
   Status error;
+
+  bool ok() const { return error.ok(); }
 };
 
 /// `backend` receives the source cursors (progress notes that recovery never reads); null when

@@ -1,5 +1,7 @@
 #include "engine/settings.h"
 
+#include <fmt/format.h>
+
 #include "engine/backend/backend_factory.h"
 
 namespace bizon {
@@ -8,6 +10,25 @@ namespace {
 constexpr int64_t kDefaultQueueBytes = 16LL * 1024 * 1024;
 
 }  // namespace
+
+std::string_view ToString(RunnerKind kind) {
+  switch (kind) {
+    case RunnerKind::kThread:
+      return "thread";
+    case RunnerKind::kProcess:
+      return "process";
+    case RunnerKind::kStream:
+      return "stream";
+  }
+  return "thread";
+}
+
+std::optional<RunnerKind> ParseRunnerKind(std::string_view text) {
+  for (RunnerKind kind : {RunnerKind::kThread, RunnerKind::kProcess, RunnerKind::kStream}) {
+    if (ToString(kind) == text) return kind;
+  }
+  return std::nullopt;
+}
 
 Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   const Value& config = loaded.config;
@@ -28,7 +49,13 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
       1, settings.backend_config.Find("config") != nullptr
              ? settings.backend_config.Find("config")->GetInteger("syncCursorInDBEvery", 10)
              : 10);
-  settings.runner = config.FindPath("engine.runner.type")->AsString();
+  std::string runner = config.FindPath("engine.runner.type")->AsString();
+  std::optional<RunnerKind> kind = ParseRunnerKind(runner);
+  if (!kind) {
+    return Fail(InvalidArgumentError(
+        fmt::format("{}: engine.runner.type: unknown runner '{}'", loaded.file_name, runner)));
+  }
+  settings.runner = *kind;
   if (const Value* runner_config = config.FindPath("engine.runner.config");
       runner_config != nullptr && runner_config->is_map()) {
     settings.transform_workers =

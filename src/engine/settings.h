@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "bizon/backend.h"
@@ -13,6 +14,11 @@
 
 namespace bizon {
 
+/// engine.runner.type (or `bizon run --runner`): parsed once, here.
+enum class RunnerKind { kThread, kProcess, kStream };
+std::string_view ToString(RunnerKind kind);
+std::optional<RunnerKind> ParseRunnerKind(std::string_view text);
+
 struct PipelineSettings {
   StreamKey key;
   std::string pipeline_name;
@@ -22,7 +28,7 @@ struct PipelineSettings {
   bool force_ignore_checkpoint = false;
   int64_t max_iterations = 0;  // 0: unlimited.
   int64_t sync_cursor_every = 10;
-  std::string runner = "thread";
+  RunnerKind runner = RunnerKind::kThread;
   int transform_workers = 2;  // engine.runner.config.max_workers (process runner).
   /// engine.runner.config.python_timeout: longest custom-source call or per-record transform.
   std::chrono::milliseconds python_timeout{300'000};

@@ -18,7 +18,7 @@
 
 #include "bizon/status.h"
 #include "bizon/value.h"
-#include "engine/consumer.h"
+#include "engine/channel.h"
 
 namespace bizon {
 

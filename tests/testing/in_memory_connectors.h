@@ -227,11 +227,10 @@ class ScriptedMessageSource final : public MessageSource {
     steps_.emplace_back(std::move(message));
     return *this;
   }
-  ScriptedMessageSource& ErrorEnd(Status error, std::string producer_status) {
+  ScriptedMessageSource& ErrorEnd(Status error) {
     QueueMessage message;
     message.kind = QueueMessage::Kind::kErrorTermination;
     message.error = std::move(error);
-    message.producer_status = std::move(producer_status);
     steps_.emplace_back(std::move(message));
     return *this;
   }

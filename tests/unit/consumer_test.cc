@@ -11,10 +11,15 @@
 #include <vector>
 
 #include "engine/backend/backend_test_support.h"
+#include "engine/runner/outcome.h"
 #include "testing/in_memory_connectors.h"
 
 namespace bizon {
 namespace {
+
+ReturnStatus StatusOf(const ConsumerResult& result) {
+  return ReturnStatusOf(result.error, Side::kConsumer);
+}
 
 using namespace std::chrono_literals;
 using testing_support::InMemoryDestination;
@@ -80,7 +85,7 @@ TEST_F(ConsumerTest, FlushesBeforeAnIterationThatWouldOverflowTheBuffer) {
   for (int i = 0; i < 5; ++i) source.Data(i, TenRecords(), i < 4 ? Page(i + 1) : Value::EmptyMap());
   source.End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{20, 20, 10}));
   EXPECT_EQ(Cursors(), R"(0-1:20:{"page":2} 2-3:20:{"page":4} 4-4:10:null)");
   EXPECT_EQ(destination_.finalized(), 1);
@@ -94,7 +99,7 @@ TEST_F(ConsumerTest, ABufferOfZeroBytesWritesEveryIterationAtOnce) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Page(1)).Data(1, MakeRecords(3), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{10, 3}));
   EXPECT_EQ(Cursors(), R"(0-0:10:{"page":1} 1-1:3:null)");
 }
@@ -106,7 +111,7 @@ TEST_F(ConsumerTest, FlushesABufferOlderThanTheTimeoutWhileWaiting) {
   source.Data(0, TenRecords(), Page(1)).Wait(120ms);
   source.Data(1, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{10, 10}));
   EXPECT_EQ(Cursors(), R"(0-0:10:{"page":1} 1-1:10:null)");
 }
@@ -118,7 +123,7 @@ TEST_F(ConsumerTest, AYoungBufferWaitsForMoreData) {
   source.Data(0, TenRecords(), Page(1)).Wait(20ms);
   source.Data(1, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{20}));
   EXPECT_EQ(Cursors(), R"(0-1:20:null)");
 }
@@ -144,7 +149,7 @@ TEST_F(ConsumerTest, ARipeBufferIsFlushedWhenTheNextIterationArrives) {
   source.End();
   StartJob(SyncMode::kFullRefresh);
   result = RunConsumer(late, destination_, backend(), settings_, plan_, stop_);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{10, 10}));
   EXPECT_EQ(Cursors(), R"(0-0:10:{"page":1} 1-1:10:{"page":2})");
 }
@@ -156,7 +161,7 @@ TEST_F(ConsumerTest, AnOversizedIterationIsWrittenInChunksUnderOneCursor) {
   source.Data(1, TenRecords(), Page(2));
   source.Data(2, MakeRecords(1, "t", 20, 10), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   // The buffered iteration goes first; then chunks of at most buffer_bytes.
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{2, 3, 3, 3, 1, 1}));
   EXPECT_EQ(Cursors(), R"(0-0:2:{"page":1} 1-1:10:{"page":2} 2-2:1:null)");
@@ -173,7 +178,7 @@ TEST_F(ConsumerTest, AFailedChunkLeavesTheOversizedIterationWithoutACursor) {
   source.Data(0, MakeRecords(2, "s", 20, 10), Page(1));
   source.Data(1, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kDestinationError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kDestinationError);
   EXPECT_EQ(result.error.failure_class(), FailureClass::kDestination);
   EXPECT_EQ(result.error.message(), "disk full");
   EXPECT_EQ(Cursors(), R"(0-0:2:{"page":1})");
@@ -188,7 +193,7 @@ TEST_F(ConsumerTest, EmptyPagesUnbufferedRecordTheirOwnCursorsWithTheLastDestina
   source.Data(1, TenRecords(), Page(2));
   source.Data(2, RecordBatch(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{10}));
   EXPECT_EQ(Cursors(), R"(0-0:0:{"page":1} 1-1:10:{"page":2} 2-2:0:null)");
   // The empty page's cursor carries what the destination last wrote, so a resume from it hands
@@ -206,7 +211,7 @@ TEST_F(ConsumerTest, AnEmptyPageExtendsTheBufferedRange) {
   source.Data(1, RecordBatch(), Page(2));
   source.Data(2, RecordBatch(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{10}));
   EXPECT_EQ(Cursors(), R"(0-2:10:null)");
 }
@@ -215,12 +220,11 @@ TEST_F(ConsumerTest, AnErrorTerminationWritesNothingMoreAndMirrorsTheProducer) {
   settings_.buffer_bytes = 100 * kPageBytes;
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Page(1));
-  source.ErrorEnd(Status(StatusCode::kUnavailable, "api down", FailureClass::kSource),
-                  "source_error");
+  source.ErrorEnd(Status(StatusCode::kUnavailable, "api down", FailureClass::kSource));
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSourceError);
-  ASSERT_TRUE(result.producer_status.has_value());
-  EXPECT_EQ(*result.producer_status, ReturnStatus::kSourceError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSourceError);
+  ASSERT_TRUE(result.upstream);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSourceError);
   EXPECT_EQ(result.error.message(), "api down");
   EXPECT_EQ(result.error.failure_class(), FailureClass::kSource);
   EXPECT_TRUE(destination_.writes().empty());
@@ -231,26 +235,27 @@ TEST_F(ConsumerTest, AnErrorTerminationWritesNothingMoreAndMirrorsTheProducer) {
 
 TEST_F(ConsumerTest, AnErrorTerminationKeepsTheProducersOwnStatus) {
   ScriptedMessageSource source;
-  source.ErrorEnd(Status(StatusCode::kInternal, "transform", FailureClass::kTransform),
-                  "transform_error");
+  source.ErrorEnd(Status(StatusCode::kInternal, "transform", FailureClass::kTransform));
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kTransformError);
-  EXPECT_EQ(result.producer_status, ReturnStatus::kTransformError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kTransformError);
+  EXPECT_TRUE(result.upstream);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kTransformError);
 }
 
-TEST_F(ConsumerTest, AnUnknownProducerStatusCountsAsASourceError) {
+TEST_F(ConsumerTest, AnErrorTerminationThatNamesNoSideCountsAsASourceError) {
   ScriptedMessageSource source;
-  source.ErrorEnd(InternalError("?"), "no_such_status");
+  source.ErrorEnd(InternalError("?"));
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSourceError);
-  EXPECT_FALSE(result.producer_status.has_value());
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSourceError);
+  EXPECT_EQ(result.error.failure_class(), FailureClass::kSource);
+  EXPECT_TRUE(result.upstream);
 }
 
 TEST_F(ConsumerTest, ABrokenChannelIsAQueueError) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Page(1)).Break(UnavailableError("the producer died"));
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kQueueError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kQueueError);
   EXPECT_EQ(result.error.failure_class(), FailureClass::kQueue);
   EXPECT_EQ(destination_.finalized(), 0);
 }
@@ -259,7 +264,7 @@ TEST_F(ConsumerTest, ATransformWorkerFailureOnTheChannelIsATransformError) {
   ScriptedMessageSource source;
   source.Break(Status(StatusCode::kInternal, "bad row", FailureClass::kTransform));
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kTransformError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kTransformError);
   EXPECT_EQ(result.error.message(), "bad row");
 }
 
@@ -269,7 +274,7 @@ TEST_F(ConsumerTest, AFailedWriteIsADestinationErrorWithoutACursor) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Page(1)).Data(1, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kDestinationError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kDestinationError);
   EXPECT_EQ(result.error.failure_class(), FailureClass::kDestination);
   EXPECT_EQ(Cursors(), R"(0-0:10:{"page":1})");
   EXPECT_EQ(source.remaining(), 1u);  // Stopped at once: the termination was never read.
@@ -280,7 +285,7 @@ TEST_F(ConsumerTest, AFailedFinalizeLeavesTheJobRunning) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kDestinationError);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kDestinationError);
   EXPECT_EQ(Cursors(), "0-0:10:null");
   EXPECT_EQ(destination_.succeeded(), 0);
   EXPECT_EQ(JobState(), JobStatus::kRunning);
@@ -291,7 +296,7 @@ TEST_F(ConsumerTest, AStopRequestEndsTheRunAsKilled) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kKilledByRunner);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kKilledByRunner);
   EXPECT_EQ(result.error.code(), StatusCode::kCancelled);
   EXPECT_EQ(source.calls(), 0);
   ASSERT_EQ(destination_.opened_with().size(), 1u);
@@ -302,7 +307,7 @@ TEST_F(ConsumerTest, AnIncrementalRunCappedByMaxIterationsKeepsItsJobOpen) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Page(1)).End(/*source_exhausted=*/false);
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.WriteSizes(), (std::vector<size_t>{10}));
   EXPECT_EQ(destination_.finalized(), 0);
   auto job = ValueOrDie(backend().GetStreamJobById(plan_.job.id));
@@ -315,7 +320,7 @@ TEST_F(ConsumerTest, ACaughtUpStreamReleasesItsJobWithoutPublishing) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Page(1)).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(destination_.finalized(), 0);
   auto job = ValueOrDie(backend().GetStreamJobById(plan_.job.id));
   EXPECT_EQ(job->status, JobStatus::kRunning);
@@ -332,7 +337,7 @@ TEST_F(ConsumerTest, TheLastNextStateBecomesTheIncrementalState) {
   source.Data(0, TenRecords(), Page(1), first).Data(1, TenRecords(), Value::EmptyMap(), second);
   source.Data(2, RecordBatch(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   auto job = ValueOrDie(backend().GetStreamJobById(plan_.job.id));
   EXPECT_EQ(job->status, JobStatus::kSucceeded);
   EXPECT_EQ(job->incremental_state, R"({"after":"b"})");
@@ -344,7 +349,7 @@ TEST_F(ConsumerTest, WithoutANewStateThePreviousOneIsKept) {
   ScriptedMessageSource source;
   source.Data(0, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(ValueOrDie(backend().GetStreamJobById(plan_.job.id))->incremental_state,
             R"({"after":"z"})");
 }
@@ -356,7 +361,7 @@ TEST_F(ConsumerTest, AResumedJobOpensTheDestinationWithItsState) {
   ScriptedMessageSource source;
   source.Data(3, TenRecords(), Value::EmptyMap()).End();
   ConsumerResult result = Run(source);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   ASSERT_EQ(destination_.opened_with().size(), 1u);
   EXPECT_EQ(destination_.opened_with()[0].ToJson(), R"({"rows":7})");
   EXPECT_EQ(harness_.QueryText("SELECT destination_state FROM destination_cursors"),
@@ -371,18 +376,25 @@ TEST_F(ConsumerTest, AnAppendingDestinationSyncsOnceTheIntervalIsReached) {
   source.End();
   StartJob(SyncMode::kFullRefresh);
   ConsumerResult result = RunConsumer(source, appending, backend(), settings_, plan_, stop_);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(appending.WriteSizes(), (std::vector<size_t>{30, 20}));
   EXPECT_EQ(Cursors(), R"(0-2:30:{"page":3} 3-4:20:null)");
   EXPECT_EQ(appending.finalized(), 1);
 }
 
-TEST(ParseReturnStatusTest, ReadsEveryStatusByItsResultName) {
-  EXPECT_EQ(ParseReturnStatus("source_error"), ReturnStatus::kSourceError);
-  EXPECT_EQ(ParseReturnStatus("killed_by_runner"), ReturnStatus::kKilledByRunner);
-  EXPECT_EQ(ParseReturnStatus(ToString(ReturnStatus::kQueueError)), ReturnStatus::kQueueError);
-  EXPECT_FALSE(ParseReturnStatus("SOURCE_ERROR").has_value());
-  EXPECT_FALSE(ParseReturnStatus("").has_value());
+TEST(ReturnStatusOfTest, NamesEachSidesResultByItsFailureClass) {
+  EXPECT_EQ(ReturnStatusOf(Status::Ok(), Side::kConsumer), ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(UnavailableError("x", FailureClass::kSource), Side::kConsumer),
+            ReturnStatus::kSourceError);
+  EXPECT_EQ(ReturnStatusOf(CancelledError("x", FailureClass::kKilled), Side::kProducer),
+            ReturnStatus::kKilledByRunner);
+  EXPECT_EQ(ReturnStatusOf(UnavailableError("x", FailureClass::kQueue), Side::kProducer),
+            ReturnStatus::kQueueError);
+  // A failure that names no side (or only the config) is the side's own part.
+  EXPECT_EQ(ReturnStatusOf(InvalidArgumentError("x"), Side::kConsumer),
+            ReturnStatus::kDestinationError);
+  EXPECT_EQ(ReturnStatusOf(InternalError("x"), Side::kProducer), ReturnStatus::kSourceError);
+  EXPECT_EQ(ToString(ReturnStatus::kKilledByRunner), "killed_by_runner");
 }
 
 }  // namespace

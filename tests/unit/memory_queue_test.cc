@@ -28,7 +28,7 @@ class BlockedPush {
  public:
   BlockedPush(MemoryQueue& queue, QueueMessage message)
       : thread_([this, &queue, m = std::move(message)]() mutable {
-          accepted_ = queue.Push(std::move(m));
+          accepted_ = queue.Push(std::move(m)).ok();
           done_ = true;
         }) {}
   ~BlockedPush() {
@@ -48,7 +48,7 @@ class BlockedPush {
 
 TEST(MemoryQueueTest, PopsInPushOrder) {
   MemoryQueue queue(QueueLimits{});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.Push(Message(i, 2)));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.Push(Message(i, 2)).ok());
   for (int i = 0; i < 3; ++i) {
     auto message = queue.Pop(10ms);
     ASSERT_TRUE(message.has_value());
@@ -67,8 +67,8 @@ TEST(MemoryQueueTest, PopTimesOutOnAnEmptyQueue) {
 
 TEST(MemoryQueueTest, AFullQueueByIterationsBlocksThePushUntilAPop) {
   MemoryQueue queue(QueueLimits{.max_records = 0, .max_bytes = 0, .max_iterations = 2});
-  ASSERT_TRUE(queue.Push(Message(0, 1)));
-  ASSERT_TRUE(queue.Push(Message(1, 1)));
+  ASSERT_TRUE(queue.Push(Message(0, 1)).ok());
+  ASSERT_TRUE(queue.Push(Message(1, 1)).ok());
   BlockedPush third(queue, Message(2, 1));
   std::this_thread::sleep_for(50ms);
   EXPECT_FALSE(third.done());
@@ -81,7 +81,7 @@ TEST(MemoryQueueTest, AFullQueueByIterationsBlocksThePushUntilAPop) {
 
 TEST(MemoryQueueTest, TheRecordLimitCountsRecordsNotMessages) {
   MemoryQueue queue(QueueLimits{.max_records = 5, .max_bytes = 0, .max_iterations = 0});
-  ASSERT_TRUE(queue.Push(Message(0, 3)));
+  ASSERT_TRUE(queue.Push(Message(0, 3)).ok());
   BlockedPush second(queue, Message(1, 3));  // 3 + 3 > 5.
   std::this_thread::sleep_for(50ms);
   EXPECT_FALSE(second.done());
@@ -93,7 +93,7 @@ TEST(MemoryQueueTest, TheByteLimitCountsMessageSizes) {
   QueueMessage first = Message(0, 4);
   int64_t limit = static_cast<int64_t>(first.ByteSize()) + 10;
   MemoryQueue queue(QueueLimits{.max_records = 0, .max_bytes = limit, .max_iterations = 0});
-  ASSERT_TRUE(queue.Push(std::move(first)));
+  ASSERT_TRUE(queue.Push(std::move(first)).ok());
   BlockedPush second(queue, Message(1, 4));
   std::this_thread::sleep_for(50ms);
   EXPECT_FALSE(second.done());
@@ -103,20 +103,20 @@ TEST(MemoryQueueTest, TheByteLimitCountsMessageSizes) {
 
 TEST(MemoryQueueTest, AnEmptyQueueTakesAMessageLargerThanEveryLimit) {
   MemoryQueue queue(QueueLimits{.max_records = 2, .max_bytes = 10, .max_iterations = 1});
-  ASSERT_TRUE(queue.Push(Message(0, 50)));
+  ASSERT_TRUE(queue.Push(Message(0, 50)).ok());
   EXPECT_EQ(queue.full_waits(), 0);
   EXPECT_EQ(queue.Pop(10ms)->records.size(), 50u);
 }
 
 TEST(MemoryQueueTest, CloseWakesABlockedPushAndRefusesLaterOnes) {
   MemoryQueue queue(QueueLimits{.max_records = 0, .max_bytes = 0, .max_iterations = 1});
-  ASSERT_TRUE(queue.Push(Message(0, 1)));
+  ASSERT_TRUE(queue.Push(Message(0, 1)).ok());
   BlockedPush blocked(queue, Message(1, 1));
   std::this_thread::sleep_for(30ms);
   queue.Close();
   EXPECT_FALSE(blocked.Wait());
   EXPECT_TRUE(queue.closed());
-  EXPECT_FALSE(queue.Push(Message(2, 1)));
+  EXPECT_FALSE(queue.Push(Message(2, 1)).ok());
   // What was queued before Close() is still handed out, then pops return at once.
   EXPECT_EQ(queue.Pop(10ms)->iteration, 0);
   auto start = std::chrono::steady_clock::now();

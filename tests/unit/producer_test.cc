@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend/backend_test_support.h"
+#include "engine/runner/outcome.h"
 #include "testing/in_memory_connectors.h"
 
 namespace bizon {
@@ -23,12 +24,13 @@ using testing_support::ValueOrDie;
 
 class CollectingSink final : public MessageSink {
  public:
-  bool Push(QueueMessage message) override {
+  Status Push(QueueMessage message) override {
     messages.push_back(std::move(message));
-    return accept_until < 0 || static_cast<int>(messages.size()) <= accept_until;
+    if (accept_until < 0 || static_cast<int>(messages.size()) <= accept_until) return Status::Ok();
+    return CancelledError("the consumer is gone", FailureClass::kKilled);
   }
   std::vector<QueueMessage> messages;
-  int accept_until = -1;  // >= 0: pushes after this many return false (the consumer is gone).
+  int accept_until = -1;  // >= 0: pushes after this many fail (the consumer is gone).
 };
 
 class ProducerTest : public testing::Test {
@@ -53,7 +55,7 @@ class ProducerTest : public testing::Test {
 
 TEST_F(ProducerTest, PushesEveryIterationThenOneTermination) {
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess) << result.error.ToString();
   ASSERT_EQ(sink_.messages.size(), 4u);
   for (int i = 0; i < 3; ++i) {
     const QueueMessage& message = sink_.messages[static_cast<size_t>(i)];
@@ -79,12 +81,12 @@ TEST_F(ProducerTest, AcknowledgesWhatTheConsumerRecordedBeforeTheNextFetch) {
   class RecordingSink final : public MessageSink {
    public:
     RecordingSink(Acknowledgements& acks, InMemorySource& source) : acks_(acks), source_(source) {}
-    bool Push(QueueMessage message) override {
+    Status Push(QueueMessage message) override {
       if (message.kind == QueueMessage::Kind::kData) {
         commits_before_push.push_back(source_.commits());
         acks_.Post(message.next_pagination);
       }
-      return true;
+      return Status::Ok();
     }
     std::vector<int> commits_before_push;
 
@@ -93,7 +95,7 @@ TEST_F(ProducerTest, AcknowledgesWhatTheConsumerRecordedBeforeTheNextFetch) {
     InMemorySource& source_;
   } sink(acks, source_);
   ProducerResult result = RunProducer(source_, nullptr, settings_, plan_, sink, stop_, &acks);
-  ASSERT_EQ(result.status, ReturnStatus::kSuccess) << result.error.ToString();
+  ASSERT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess) << result.error.ToString();
   EXPECT_EQ(sink.commits_before_push, (std::vector<int>{0, 1, 2}));
   ASSERT_EQ(source_.committed().size(), 2u);
   EXPECT_EQ(source_.committed()[0].ToJson(), R"({"page":1})");
@@ -108,7 +110,7 @@ TEST_F(ProducerTest, AResumedJobStartsAtItsIterationAndPagination) {
   plan_.start_iteration = 7;
   plan_.start_pagination = Page(2);
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess);
   EXPECT_EQ(source_.requested(), (std::vector<int64_t>{2}));
   ASSERT_EQ(sink_.messages.size(), 2u);
   EXPECT_EQ(sink_.messages[0].iteration, 7);
@@ -120,7 +122,7 @@ TEST_F(ProducerTest, AnExhaustedJobOnlyTerminates) {
   plan_.source_exhausted = true;
   plan_.start_iteration = 3;
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess);
   EXPECT_TRUE(source_.requested().empty());
   ASSERT_EQ(sink_.messages.size(), 1u);
   EXPECT_EQ(sink_.messages[0].kind, QueueMessage::Kind::kTermination);
@@ -133,7 +135,7 @@ TEST_F(ProducerTest, MaxIterationsCountsThisRunsIterationsAndKeepsThePosition) {
   settings_.max_iterations = 1;
   plan_.start_iteration = 10;
   ProducerResult result = RunProducer(longer, nullptr, settings_, plan_, sink_, stop_);
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess);
   // 0..N: two iterations for max_iterations 1, as the original counts them.
   EXPECT_EQ(longer.requested(), (std::vector<int64_t>{0, 1}));
   ASSERT_EQ(sink_.messages.size(), 3u);
@@ -147,14 +149,13 @@ TEST_F(ProducerTest, MaxIterationsCountsThisRunsIterationsAndKeepsThePosition) {
 TEST_F(ProducerTest, ASourceFailureEndsWithAnErrorTermination) {
   source_.FailAt(1, UnavailableError("503 from the API"));
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kSourceError);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSourceError);
   EXPECT_EQ(result.error.failure_class(), FailureClass::kSource);
   EXPECT_EQ(result.error.message(), "dummy.creatures iteration 1: 503 from the API");
   ASSERT_EQ(sink_.messages.size(), 2u);
   const QueueMessage& failed = sink_.messages[1];
   EXPECT_EQ(failed.kind, QueueMessage::Kind::kErrorTermination);
   EXPECT_EQ(failed.iteration, 1);
-  EXPECT_EQ(failed.producer_status, "source_error");
   EXPECT_EQ(failed.error.message(), result.error.message());
   EXPECT_EQ(failed.error.failure_class(), FailureClass::kSource);
 }
@@ -162,7 +163,7 @@ TEST_F(ProducerTest, ASourceFailureEndsWithAnErrorTermination) {
 TEST_F(ProducerTest, AGoneConsumerStopsTheProducer) {
   sink_.accept_until = 1;
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kKilledByRunner);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kKilledByRunner);
   EXPECT_EQ(sink_.messages.size(), 2u);  // The refused push is the last one.
   EXPECT_EQ(source_.requested(), (std::vector<int64_t>{0, 1}));
 }
@@ -170,7 +171,7 @@ TEST_F(ProducerTest, AGoneConsumerStopsTheProducer) {
 TEST_F(ProducerTest, AStopRequestEndsBeforeTheNextFetch) {
   stop_ = true;
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kKilledByRunner);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kKilledByRunner);
   EXPECT_EQ(result.error.code(), StatusCode::kCancelled);
   EXPECT_TRUE(source_.requested().empty());
   // No termination is pushed: the runner that set the flag stops the consumer with it.
@@ -184,7 +185,7 @@ TEST_F(ProducerTest, AnIncrementalWindowIsReadWithGetRecordsAfter) {
   window.cursor_field = "updated_at";
   plan_.window = window;
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess);
   ASSERT_EQ(source_.windows().size(), 3u);
   EXPECT_EQ(source_.windows()[0].last_run_us, 111);
   EXPECT_EQ(source_.windows()[2].run_started_at_us, 222);
@@ -194,7 +195,7 @@ TEST_F(ProducerTest, AResetIgnoresTheWindow) {
   plan_.window = IncrementalState{};
   plan_.is_reset = true;
   ProducerResult result = Run();
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess);
   EXPECT_TRUE(source_.windows().empty());
   EXPECT_EQ(source_.requested().size(), 3u);
 }
@@ -202,7 +203,7 @@ TEST_F(ProducerTest, AResetIgnoresTheWindow) {
 TEST_F(ProducerTest, NotesASourceCursorEverySyncCursorEveryIterations) {
   settings_.sync_cursor_every = 2;
   ProducerResult result = Run(&harness_.backend());
-  EXPECT_EQ(result.status, ReturnStatus::kSuccess);
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess);
   EXPECT_EQ(harness_.QueryText("SELECT group_concat(iteration || ':' || rows_fetched, ' ') FROM "
                                "(SELECT * FROM source_cursors ORDER BY iteration)"),
             "0:0 2:5");

@@ -87,13 +87,11 @@ TEST(QueueMessageTest, AnErrorTerminationCarriesTheStatusAndTheProducersResult) 
   QueueMessage failed;
   failed.kind = QueueMessage::Kind::kErrorTermination;
   failed.error = Status(StatusCode::kUnavailable, "api down: 503", FailureClass::kSource);
-  failed.producer_status = "source_error";
   QueueMessage decoded = RoundTrip(failed);
   EXPECT_EQ(decoded.kind, QueueMessage::Kind::kErrorTermination);
   EXPECT_EQ(decoded.error.code(), StatusCode::kUnavailable);
   EXPECT_EQ(decoded.error.failure_class(), FailureClass::kSource);
   EXPECT_EQ(decoded.error.message(), "api down: 503");
-  EXPECT_EQ(decoded.producer_status, "source_error");
 }
 
 TEST(QueueMessageTest, EveryTruncationIsADataLossQueueError) {

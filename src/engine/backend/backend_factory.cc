@@ -112,11 +112,6 @@ std::optional<std::string> SqliteFilePath(const Value& backend) {
   return SqlitePath(backend);
 }
 
-bool HasRunLock(const Value& backend) {
-  std::string type = backend.GetString("type", "sqlite");
-  return type == "postgres" || type == "bigquery";
-}
-
 bool IsProcessLocal(const Value& backend) {
   return backend.GetString("type", "sqlite") == "sqlite_in_memory";
 }

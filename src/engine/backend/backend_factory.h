@@ -26,11 +26,6 @@ Value BackendConfigOf(const Value& config);
 /// The database file of a `sqlite` backend; nullopt for any other type.
 std::optional<std::string> SqliteFilePath(const Value& backend);
 
-/// True when the backend's AcquireRunLock() takes a real lock (a PostgreSQL advisory lock, the
-/// BigQuery backend's lease row), which proves that no other run of the pipeline is alive, on any
-/// host.
-bool HasRunLock(const Value& backend);
-
 /// True when the backend lives in this process's memory (`sqlite_in_memory`): another process,
 /// such as the process runner's producer, cannot reach it.
 bool IsProcessLocal(const Value& backend);

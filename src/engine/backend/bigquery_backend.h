@@ -81,6 +81,7 @@ class BigQueryBackend final : public Backend {
   /// Takes the stream's row in bizon_run_locks without waiting (see the file comment); fails
   /// with kFailedPrecondition naming the holder when another live run has it.
   Status AcquireRunLock(const StreamKey& key) override;
+  bool RunLockIsExclusive() const override { return true; }
 
   Result<StreamJob> CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
                                     std::optional<int64_t> total_records,

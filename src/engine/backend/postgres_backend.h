@@ -67,6 +67,7 @@ class PostgresBackend final : public Backend {
   /// waiting. Fails with kFailedPrecondition, naming the server process holding it, when another
   /// session has it. Held until this backend is destroyed or its connection drops.
   Status AcquireRunLock(const StreamKey& key) override;
+  bool RunLockIsExclusive() const override { return true; }
 
   Result<StreamJob> CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
                                     std::optional<int64_t> total_records,

@@ -551,6 +551,7 @@ Result<std::unique_ptr<SqliteBackend>> SqliteBackend::OpenWithFlags(const std::s
   int rc = sqlite3_open_v2(location.c_str(), &db, flags, nullptr);
   // Owned from here on: sqlite3_open_v2 returns a handle even when it fails, and it must be closed.
   std::unique_ptr<SqliteBackend> backend(new SqliteBackend(db));
+  if (is_file) backend->lock_path_ = location;
   if (rc != SQLITE_OK) {
     // A null handle means sqlite could not even allocate one.
     const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -570,6 +571,13 @@ Result<std::unique_ptr<SqliteBackend>> SqliteBackend::OpenWithFlags(const std::s
   BIZON_RETURN_IF_ERROR(
       Execute(db, "PRAGMA synchronous = FULL", "set the sqlite synchronous mode"));
   return backend;
+}
+
+Status SqliteBackend::AcquireRunLock(const StreamKey& key) {
+  if (lock_path_.empty()) return Status::Ok();
+  BIZON_ASSIGN_OR_RETURN(RunLock lock, RunLock::Acquire(lock_path_, key));
+  run_locks_.push_back(std::move(lock));
+  return Status::Ok();
 }
 
 SqliteBackend::~SqliteBackend() {

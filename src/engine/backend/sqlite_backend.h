@@ -20,6 +20,7 @@
 
 #include "bizon/backend.h"
 #include "bizon/status.h"
+#include "engine/run_lock.h"
 
 // Forward declared so that sqlite3.h stays inside this folder.
 struct sqlite3;
@@ -54,6 +55,11 @@ class SqliteBackend final : public Backend {
   /// version first, so two processes migrating the same file at once apply each migration once.
   /// Fails with kFailedPrecondition when the database was migrated by a newer bizon.
   Status Migrate() override;
+
+  /// A database file: a lock file beside it per stream key, held until this instance is
+  /// destroyed. An in-memory database is private to this process and takes none.
+  Status AcquireRunLock(const StreamKey& key) override;
+  bool RunLockIsExclusive() const override { return !lock_path_.empty(); }
 
   Result<StreamJob> CreateStreamJob(const StreamKey& key, std::string_view sync_mode,
                                     std::optional<int64_t> total_records,
@@ -102,7 +108,9 @@ class SqliteBackend final : public Backend {
   static Result<std::unique_ptr<SqliteBackend>> OpenWithFlags(const std::string& location,
                                                               int flags, bool is_file);
 
-  sqlite3* db_;  // Owned; closed by the destructor.
+  sqlite3* db_;            // Owned; closed by the destructor.
+  std::string lock_path_;  // The database file; empty in memory.
+  std::vector<RunLock> run_locks_;
 };
 
 }  // namespace bizon

@@ -63,17 +63,16 @@ size_t PendingAcks::size() const {
   return total;
 }
 
-bool BrokerSink::Push(QueueMessage message) {
+Status BrokerSink::Push(QueueMessage message) {
   FrameHeader header{.job_id = job_id_, .kind = message.kind, .iteration = message.iteration};
   std::vector<std::string> frames =
       SplitIntoFrames(header, EncodeMessage(message), sender_->max_frame_bytes());
   Status sent = sender_->Send(job_id_, frames);
   if (!sent.ok()) {
-    error_ = sent.WithFailureClass(FailureClass::kQueue);
-    spdlog::error("Queue: cannot publish iteration {}: {}", message.iteration, error_.message());
-    return false;
+    spdlog::error("Queue: cannot publish iteration {}: {}", message.iteration, sent.message());
+    return sent.WithFailureClass(FailureClass::kQueue);
   }
-  return true;
+  return Status::Ok();
 }
 
 Result<std::optional<QueueMessage>> BrokerSource::Next(std::chrono::milliseconds timeout) {

@@ -21,8 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/consumer.h"
-#include "engine/producer.h"
+#include "engine/channel.h"
 #include "engine/queue/broker_frame.h"
 
 namespace bizon {
@@ -90,14 +89,11 @@ class BrokerSink final : public MessageSink {
  public:
   BrokerSink(std::unique_ptr<BrokerSender> sender, std::string job_id)
       : sender_(std::move(sender)), job_id_(std::move(job_id)) {}
-  bool Push(QueueMessage message) override;
-  /// Why the last Push failed.
-  const Status& error() const { return error_; }
+  Status Push(QueueMessage message) override;
 
  private:
   std::unique_ptr<BrokerSender> sender_;
   std::string job_id_;
-  Status error_;
 };
 
 class BrokerSource final : public MessageSource {

@@ -154,8 +154,8 @@ TEST(BrokerQueueTest, DeliversEachIterationOnceAndAcknowledgesOnlyWhatIsSettled)
   FakeBroker broker;
   broker.max_frame_bytes = 600;  // Several frames per iteration.
   BrokerSink sink = Sink(broker, "job-1");
-  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(sink.Push(Data(i, 20)));
-  ASSERT_TRUE(sink.Push(Termination(3)));
+  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(sink.Push(Data(i, 20)).ok());
+  ASSERT_TRUE(sink.Push(Termination(3)).ok());
 
   BrokerSource source = Source(broker, "job-1");
   for (int64_t i = 0; i < 3; ++i) {
@@ -182,7 +182,7 @@ TEST(BrokerQueueTest, DeliversEachIterationOnceAndAcknowledgesOnlyWhatIsSettled)
 TEST(BrokerQueueTest, SkipsRedeliveriesAfterAReconnect) {
   FakeBroker broker;
   BrokerSink sink = Sink(broker, "job-1");
-  for (int64_t i = 0; i < 4; ++i) ASSERT_TRUE(sink.Push(Data(i, 2)));
+  for (int64_t i = 0; i < 4; ++i) ASSERT_TRUE(sink.Push(Data(i, 2)).ok());
   BrokerSource source = Source(broker, "job-1");
   EXPECT_EQ(Take(source)->iteration, 0);
   EXPECT_EQ(Take(source)->iteration, 1);
@@ -198,7 +198,7 @@ TEST(BrokerQueueTest, SkipsRedeliveriesAfterAReconnect) {
 TEST(BrokerQueueTest, ARedeliveryOfAnUnwrittenIterationWaitsForItsCursor) {
   FakeBroker broker;
   BrokerSink sink = Sink(broker, "job-1");
-  for (int64_t i = 0; i < 2; ++i) ASSERT_TRUE(sink.Push(Data(i, 2)));
+  for (int64_t i = 0; i < 2; ++i) ASSERT_TRUE(sink.Push(Data(i, 2)).ok());
   BrokerSource source = Source(broker, "job-1");
   EXPECT_EQ(Take(source)->iteration, 0);
   EXPECT_EQ(Take(source)->iteration, 1);
@@ -216,10 +216,10 @@ TEST(BrokerQueueTest, ARedeliveryOfAnUnwrittenIterationWaitsForItsCursor) {
 TEST(BrokerQueueTest, AResumedConsumerSkipsWhatItsCursorCoversAndOtherJobs) {
   FakeBroker broker;
   BrokerSink old_job = Sink(broker, "job-old");
-  ASSERT_TRUE(old_job.Push(Data(0, 1)));
+  ASSERT_TRUE(old_job.Push(Data(0, 1)).ok());
   BrokerSink sink = Sink(broker, "job-1");
-  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(sink.Push(Data(i, 1)));
-  ASSERT_TRUE(sink.Push(Termination(3)));
+  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(sink.Push(Data(i, 1)).ok());
+  ASSERT_TRUE(sink.Push(Termination(3)).ok());
 
   BrokerSource source = Source(broker, "job-1", /*next_iteration=*/2);
   auto message = Take(source);
@@ -233,7 +233,7 @@ TEST(BrokerQueueTest, AResumedConsumerSkipsWhatItsCursorCoversAndOtherJobs) {
 TEST(BrokerQueueTest, AGapInTheIterationsIsAQueueError) {
   FakeBroker broker;
   BrokerSink sink = Sink(broker, "job-1");
-  ASSERT_TRUE(sink.Push(Data(5, 1)));
+  ASSERT_TRUE(sink.Push(Data(5, 1)).ok());
   BrokerSource source = Source(broker, "job-1", 3);
   auto next = source.Next(std::chrono::milliseconds(10));
   ASSERT_FALSE(next.has_value());
@@ -249,13 +249,12 @@ TEST(BrokerQueueTest, CarriesTheErrorTermination) {
   failed.kind = QueueMessage::Kind::kErrorTermination;
   failed.iteration = 7;
   failed.error = Status(StatusCode::kUnavailable, "generator failed", FailureClass::kSource);
-  failed.producer_status = "source_error";
-  ASSERT_TRUE(sink.Push(std::move(failed)));
+  ASSERT_TRUE(sink.Push(std::move(failed)).ok());
   BrokerSource source = Source(broker, "job-1");
   auto message = Take(source);
   ASSERT_TRUE(message.has_value());
   EXPECT_EQ(message->kind, QueueMessage::Kind::kErrorTermination);
-  EXPECT_EQ(message->producer_status, "source_error");
+  EXPECT_EQ(message->error.failure_class(), FailureClass::kSource);
   EXPECT_EQ(message->error.message(), "generator failed");
 }
 
@@ -263,9 +262,10 @@ TEST(BrokerQueueTest, AFailedPublishReportsTheBrokerError) {
   FakeBroker broker;
   broker.fail_sends = true;
   BrokerSink sink = Sink(broker, "job-1");
-  EXPECT_FALSE(sink.Push(Data(0, 1)));
-  EXPECT_EQ(sink.error().failure_class(), FailureClass::kQueue);
-  EXPECT_EQ(sink.error().message(), "broker down");
+  Status pushed = sink.Push(Data(0, 1));
+  EXPECT_FALSE(pushed.ok());
+  EXPECT_EQ(pushed.failure_class(), FailureClass::kQueue);
+  EXPECT_EQ(pushed.message(), "broker down");
 }
 
 }  // namespace

@@ -15,18 +15,18 @@ bool MemoryQueue::HasRoom(const QueueMessage& message) const {
   return true;
 }
 
-bool MemoryQueue::Push(QueueMessage message) {
+Status MemoryQueue::Push(QueueMessage message) {
   std::unique_lock lock(mutex_);
   if (!closed_ && !HasRoom(message)) {
     ++full_waits_;
     not_full_.wait(lock, [&] { return closed_ || HasRoom(message); });
   }
-  if (closed_) return false;
+  if (closed_) return CancelledError("the consumer stopped", FailureClass::kKilled);
   queued_records_ += static_cast<int64_t>(message.records.size());
   queued_bytes_ += static_cast<int64_t>(message.ByteSize());
   messages_.push_back(std::move(message));
   not_empty_.notify_one();
-  return true;
+  return Status::Ok();
 }
 
 std::optional<QueueMessage> MemoryQueue::Pop(std::chrono::milliseconds timeout) {

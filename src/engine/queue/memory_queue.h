@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 
+#include "engine/channel.h"
 #include "engine/queue/queue_message.h"
 
 namespace bizon {
@@ -20,16 +21,20 @@ struct QueueLimits {
   int64_t max_iterations = 0;       // queue.max_size; 0: unbounded.
 };
 
-class MemoryQueue {
+class MemoryQueue final : public MessageSink, public MessageSource {
  public:
   explicit MemoryQueue(QueueLimits limits) : limits_(limits) {}
 
-  /// Waits for room, then enqueues. Returns false when the queue was closed. A message is always
-  /// accepted into an empty queue, so one iteration larger than the limits still moves.
-  bool Push(QueueMessage message);
+  /// Waits for room, then enqueues. Fails (class `killed`) when the queue was closed. A message
+  /// is always accepted into an empty queue, so one iteration larger than the limits still moves.
+  Status Push(QueueMessage message) override;
 
   /// Waits up to `timeout` for a message; nullopt on timeout or when closed and drained.
   std::optional<QueueMessage> Pop(std::chrono::milliseconds timeout);
+  /// Pop() as a MessageSource: this queue never breaks.
+  Result<std::optional<QueueMessage>> Next(std::chrono::milliseconds timeout) override {
+    return Pop(timeout);
+  }
 
   /// Stops both sides: pending and future pushes return false, pops return what is left.
   void Close();

@@ -56,7 +56,9 @@ std::string EncodeMessage(const QueueMessage& message) {
   PutInt(out, static_cast<int64_t>(message.error.code()));
   PutInt(out, static_cast<int64_t>(message.error.failure_class()));
   PutBytes(out, message.error.message());
-  PutBytes(out, message.producer_status);
+  // Once the producer's return status; its failure class above says the same. The slot stays so
+  // that frames already in a broker still decode.
+  PutBytes(out, "");
   const RecordBatch& records = message.records;
   PutInt(out, static_cast<int64_t>(records.size()));
   for (size_t i = 0; i < records.size(); ++i) {
@@ -76,12 +78,12 @@ Result<QueueMessage> DecodeMessage(std::string_view bytes) {
   };
   int64_t magic = 0, kind = 0, exhausted = 0, code = 0, failure_class = 0, count = 0;
   QueueMessage message;
-  std::string_view pagination, state, error_message, producer_status;
+  std::string_view pagination, state, error_message, unused_status;
   if (!reader.Int(magic) || magic != kMagic || !reader.Int(kind) ||
       !reader.Int(message.iteration) || !reader.Int(message.extracted_at_us) ||
       !reader.Int(exhausted) || !reader.Bytes(pagination) || !reader.Bytes(state) ||
       !reader.Int(code) || !reader.Int(failure_class) || !reader.Bytes(error_message) ||
-      !reader.Bytes(producer_status) || !reader.Int(count) || kind < 0 || kind > 2) {
+      !reader.Bytes(unused_status) || !reader.Int(count) || kind < 0 || kind > 2) {
     return corrupt();
   }
   message.kind = static_cast<QueueMessage::Kind>(kind);
@@ -93,7 +95,6 @@ Result<QueueMessage> DecodeMessage(std::string_view bytes) {
   }
   message.error = Status(static_cast<StatusCode>(code), std::string(error_message),
                          static_cast<FailureClass>(failure_class));
-  message.producer_status = std::string(producer_status);
   for (int64_t i = 0; i < count; ++i) {
     std::string_view id, payload, destination;
     int64_t timestamp = 0;

@@ -27,9 +27,8 @@ struct QueueMessage {
   /// kTermination: true when the source is exhausted, false when the run stopped at
   /// max_iterations with data left.
   bool source_exhausted = true;
-  /// kErrorTermination: why the producer stopped, and its return status.
+  /// kErrorTermination: why the producer stopped; its failure class is the producer's result.
   Status error;
-  std::string producer_status;
 
   size_t ByteSize() const { return records.ByteSize() + 64; }
 };
