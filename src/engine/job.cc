@@ -97,37 +97,45 @@ Status PlanStart(Backend& backend, const PipelineSettings& settings, JobPlan& pl
   return Status::Ok();
 }
 
-Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source,
-                        bool holds_run_lock, bool resume_full_refresh) {
-  const StreamKey& key = settings.key;
-  std::string label = key.source_name + "." + key.stream_name;
-  auto running_or = backend.GetRunningStreamJob(key);
-  if (!running_or) return Fail(Backendify(running_or.error()));
-  std::optional<StreamJob> running = std::move(*running_or);
+namespace {
 
-  if (running && !holds_run_lock && OwnerIsAlive(running->owner)) {
+/// The running job of `key`, if any. Fails when a live process on this host owns it and this
+/// process does not hold the run lock (pids are recycled: with the lock, the owner is gone).
+Result<std::optional<StreamJob>> RunningJob(Backend& backend, const StreamKey& key,
+                                            const std::string& label, bool holds_run_lock) {
+  auto running = backend.GetRunningStreamJob(key);
+  if (!running) return Fail(Backendify(running.error()));
+  if (*running && !holds_run_lock && OwnerIsAlive((*running)->owner)) {
     return Fail(Status(StatusCode::kFailedPrecondition,
                        fmt::format("another run of pipeline '{}' ({}) is in progress, owned by "
                                    "process {}; wait for it to finish or stop it first",
-                                   key.name, label, running->owner),
+                                   key.name, label, (*running)->owner),
                        FailureClass::kBackend));
   }
-  if (running && !running->owner.empty()) {
+  if (*running && !(*running)->owner.empty()) {
     spdlog::warn(
         "Job {} for {} was left running by process {}, which is gone (killed or "
         "crashed); treating it as interrupted",
-        running->id, label, running->owner);
+        (*running)->id, label, (*running)->owner);
   }
+  return std::move(*running);
+}
 
-  bool resuming_reset = false;
-  if (running) {
-    auto reset = backend.GetStreamResetByJobId(running->id);
-    if (!reset) return Fail(Backendify(reset.error()));
-    resuming_reset = reset->has_value();
-  }
-
+struct ResetPlan {
   bool is_reset = false;
+  /// The running job is itself a reset that was interrupted.
+  bool resuming = false;
   std::optional<StreamReset> pending;
+};
+
+Result<ResetPlan> PlanReset(Backend& backend, const PipelineSettings& settings,
+                            const std::optional<StreamJob>& running) {
+  ResetPlan reset;
+  if (running) {
+    auto bound = backend.GetStreamResetByJobId(running->id);
+    if (!bound) return Fail(Backendify(bound.error()));
+    reset.resuming = bound->has_value();
+  }
   if (settings.sync_mode != SyncMode::kIncremental) {
     if (settings.reset_requested) {
       spdlog::warn(
@@ -135,32 +143,67 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
           "reset, ignoring it",
           ToString(settings.sync_mode));
     }
-  } else {
-    auto pending_or = backend.GetPendingStreamReset(key);
-    if (!pending_or) return Fail(Backendify(pending_or.error()));
-    pending = std::move(*pending_or);
-    is_reset = resuming_reset || pending.has_value() || settings.reset_requested;
+    return reset;
   }
+  auto pending = backend.GetPendingStreamReset(settings.key);
+  if (!pending) return Fail(Backendify(pending.error()));
+  reset.pending = std::move(*pending);
+  reset.is_reset = reset.resuming || reset.pending.has_value() || settings.reset_requested;
+  return reset;
+}
 
-  bool force_create = settings.force_ignore_checkpoint || (is_reset && !resuming_reset);
-  if (running && !force_create) {
-    // The original records no destination state: what it wrote after its last cursor, and
-    // whether its staged rows are all there, cannot be checked, and resuming would hand the
-    // destination nothing to restore (the file destination would cut the original's rows off).
-    // A new job fetches the window again into fresh staging, since nothing staged was published;
-    // a stream's source continues from its own position, the original's only one.
-    auto last = backend.GetLastDestinationCursor(running->id);
-    if (!last) return Fail(Backendify(last.error()));
-    if (last->has_value() && (*last)->destination_state == kOriginalCursorState) {
-      spdlog::info(
-          "Job {} for {} was last written by the original bizon, which records no destination "
-          "state; starting a new job instead of resuming it",
-          running->id, label);
-      force_create = true;
+/// The original records no destination state: what it wrote after its last cursor, and whether
+/// its staged rows are all there, cannot be checked, and resuming would hand the destination
+/// nothing to restore (the file destination would cut the original's rows off). A new job
+/// fetches the window again into fresh staging, since nothing staged was published; a stream's
+/// source continues from its own position, the original's only one.
+Result<bool> LastWrittenByOriginal(Backend& backend, const StreamJob& running,
+                                   const std::string& label) {
+  auto last = backend.GetLastDestinationCursor(running.id);
+  if (!last) return Fail(Backendify(last.error()));
+  if (!last->has_value() || (*last)->destination_state != kOriginalCursorState) return false;
+  spdlog::info(
+      "Job {} for {} was last written by the original bizon, which records no destination "
+      "state; starting a new job instead of resuming it",
+      running.id, label);
+  return true;
+}
+
+/// Binds the reset to the job that performs it (once: a resumed reset is bound already).
+Status BindReset(Backend& backend, const StreamKey& key, const ResetPlan& reset,
+                 const std::string& job_id) {
+  auto bound = backend.GetStreamResetByJobId(job_id);
+  if (!bound) return Backendify(bound.error());
+  if (!bound->has_value()) {
+    std::string reset_id;
+    if (reset.pending) {
+      reset_id = reset.pending->id;
+    } else {
+      auto created = backend.CreateStreamReset(key);
+      if (!created) return Backendify(created.error());
+      reset_id = created->id;
     }
+    BIZON_RETURN_IF_ERROR(Backendify(backend.ConsumeStreamReset(reset_id, job_id)));
+  }
+  spdlog::info("Stream reset: re-fetching the full stream, the destination will be replaced");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Source& source,
+                        bool holds_run_lock, bool resume_full_refresh) {
+  const StreamKey& key = settings.key;
+  std::string label = key.source_name + "." + key.stream_name;
+  BIZON_ASSIGN_OR_RETURN(std::optional<StreamJob> running,
+                         RunningJob(backend, key, label, holds_run_lock));
+  BIZON_ASSIGN_OR_RETURN(ResetPlan reset, PlanReset(backend, settings, running));
+  bool force_create = settings.force_ignore_checkpoint || (reset.is_reset && !reset.resuming);
+  if (running && !force_create) {
+    BIZON_ASSIGN_OR_RETURN(force_create, LastWrittenByOriginal(backend, *running, label));
   }
   JobPlan plan;
-  plan.is_reset = is_reset;
+  plan.is_reset = reset.is_reset;
   std::string owner = CurrentOwner();
   bool restart_full_refresh = settings.sync_mode == SyncMode::kFullRefresh && !resume_full_refresh;
   if (running && (force_create || restart_full_refresh)) {
@@ -184,26 +227,9 @@ Result<JobPlan> InitJob(Backend& backend, const PipelineSettings& settings, Sour
     plan.job = std::move(*created);
     spdlog::info("Created job {} for {} ({})", plan.job.id, label, ToString(settings.sync_mode));
   }
-
-  if (is_reset) {
-    auto bound = backend.GetStreamResetByJobId(plan.job.id);
-    if (!bound) return Fail(Backendify(bound.error()));
-    if (!bound->has_value()) {
-      std::string reset_id;
-      if (pending) {
-        reset_id = pending->id;
-      } else {
-        auto created = backend.CreateStreamReset(key);
-        if (!created) return Fail(Backendify(created.error()));
-        reset_id = created->id;
-      }
-      BIZON_RETURN_IF_ERROR(Backendify(backend.ConsumeStreamReset(reset_id, plan.job.id)));
-    }
-    spdlog::info("Stream reset: re-fetching the full stream, the destination will be replaced");
-  }
+  if (reset.is_reset) BIZON_RETURN_IF_ERROR(BindReset(backend, key, reset, plan.job.id));
   BIZON_RETURN_IF_ERROR(
       Backendify(backend.UpdateStreamJobStatus(plan.job.id, JobStatus::kRunning, std::nullopt)));
-
   BIZON_RETURN_IF_ERROR(PlanStart(backend, settings, plan));
   return plan;
 }

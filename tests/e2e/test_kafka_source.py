@@ -138,16 +138,17 @@ def test_json_topic_streams_to_a_file_and_commits_its_offsets(bizon, kafka):
     assert job["status"] == "running"
 
 
-def test_stream_under_the_thread_runner_commits_what_its_cursors_recorded(bizon, kafka):
-    """The thread runner's producer fetches ahead of its consumer; the group's offsets follow the
-    consumer's recorded cursors (the producer commits them before its next fetch), and end at the
-    topic's end once everything is written."""
+@pytest.mark.parametrize("runner", ["thread", "process"])
+def test_stream_under_a_queue_runner_commits_what_its_cursors_recorded(bizon, kafka, runner):
+    """The producer (a thread, or a forked process told through a socket) fetches ahead of its
+    consumer; the group's offsets follow the consumer's recorded cursors (the producer commits
+    them before its next fetch), and end at the topic's end once everything is written."""
     topic = kafka.create_topic(partitions=2)
     kafka.produce(topic, [{"id": i} for i in range(60)])
     source = kafka_source(kafka, {topic: "events"}, group_id=(consumer_group := group()),
                           batch_size=7)
     config = bizon.write("p.yml", config_text(source, stream_runner=False,
-                                              engine={"runner": {"type": "thread"}},
+                                              engine={"runner": {"type": runner}},
                                               destination={"name": "file", "config": {
                                                   "destination_id": "unused", "buffer_size": 0}}))
     process = spawn(bizon, "run", config)
