@@ -111,6 +111,7 @@ void RunCommand(const RunArgs& args, CliContext& context) {
     return;
   }
   PrintWarnings(*loaded);
+  // Ignored: the validated config only holds known levels.
   ConfigureLogging(loaded->config.FindPath("engine.runner.log_level")->AsString()).IgnoreError();
   // Posts records at the alerting levels to Slack; flushed (bounded) when it goes out of scope,
   // after the result file is written.
