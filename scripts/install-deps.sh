@@ -30,6 +30,10 @@ test_packages=(
 # clang 14 cannot compile the project (no std::expected with libstdc++ 12).
 fuzz_packages=(clang-19 libclang-rt-19-dev)
 
+# scripts/lint.sh: clang-tidy 19 (the default 14 cannot parse <expected>, as above); the format
+# check uses clang-format from the build packages.
+lint_packages=(clang-tidy-19)
+
 # bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; psql's \copy the
 # COPY floor of the postgres case; GNU time.
 bench_packages=(kcat postgresql-client time)
@@ -40,8 +44,9 @@ for option in "$@"; do
     --with-test-servers) wanted+=("${test_packages[@]}") ;;
     --with-fuzz) wanted+=("${fuzz_packages[@]}") ;;
     --with-bench) wanted+=("${bench_packages[@]}") ;;
+    --with-lint) wanted+=("${lint_packages[@]}") ;;
     *)
-      echo "install-deps: unknown option $option (expected --with-test-servers, --with-fuzz, --with-bench)" >&2
+      echo "install-deps: unknown option $option (expected --with-test-servers, --with-fuzz, --with-bench, --with-lint)" >&2
       exit 2
       ;;
   esac

@@ -55,7 +55,8 @@ class ProducerTest : public testing::Test {
 
 TEST_F(ProducerTest, PushesEveryIterationThenOneTermination) {
   ProducerResult result = Run();
-  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess) << result.error.ToString();
+  EXPECT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess)
+      << result.error.ToString();
   ASSERT_EQ(sink_.messages.size(), 4u);
   for (int i = 0; i < 3; ++i) {
     const QueueMessage& message = sink_.messages[static_cast<size_t>(i)];
@@ -95,7 +96,8 @@ TEST_F(ProducerTest, AcknowledgesWhatTheConsumerRecordedBeforeTheNextFetch) {
     InMemorySource& source_;
   } sink(acks, source_);
   ProducerResult result = RunProducer(source_, nullptr, settings_, plan_, sink, stop_, &acks);
-  ASSERT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess) << result.error.ToString();
+  ASSERT_EQ(ReturnStatusOf(result.error, Side::kProducer), ReturnStatus::kSuccess)
+      << result.error.ToString();
   EXPECT_EQ(sink.commits_before_push, (std::vector<int>{0, 1, 2}));
   ASSERT_EQ(source_.committed().size(), 2u);
   EXPECT_EQ(source_.committed()[0].ToJson(), R"({"page":1})");
