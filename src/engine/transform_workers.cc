@@ -204,11 +204,14 @@ TransformWorkers::~TransformWorkers() {
   {
     std::lock_guard lock(state.mutex);
     state.stop = true;
-    finished = state.feeder_done;
+    // Complete: every batch was handed out and every result read.
+    finished = state.feeder_done && state.in_flight == 0;
     state.changed.notify_all();
   }
-  // A feeder still running may be blocked writing to a busy worker: stopping the workers
-  // unblocks it (the write fails). After a complete run they just see the end of their input.
+  // A feeder still running may be blocked writing to a busy worker, and a batch still in a
+  // worker is one whose result nobody will read (the consumer stopped early): stopping the
+  // workers unblocks the feeder (the write fails) and spares waiting for those batches. After a
+  // complete run the workers just see the end of their input.
   if (!finished) {
     for (Worker& worker : state.workers) {
       if (worker.pid > 0) ::kill(worker.pid, SIGKILL);
