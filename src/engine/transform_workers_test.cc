@@ -176,8 +176,7 @@ TEST(TransformWorkersTest, AnErrorTerminationComesAfterTheBatchesBeforeIt) {
   Value transforms = Transforms(kTagTransform);
   ScriptedMessageSource upstream;
   upstream.Data(0, MakeRecords(3), Page(1))
-      .ErrorEnd(Status(StatusCode::kUnavailable, "the API went away", FailureClass::kSource),
-                "source_error");
+      .ErrorEnd(Status(StatusCode::kUnavailable, "the API went away", FailureClass::kSource));
   auto workers = StartOrFail(transforms, {.workers = 2}, upstream);
   ASSERT_NE(workers, nullptr);
   std::optional<QueueMessage> data = NextMessage(*workers);
@@ -187,7 +186,7 @@ TEST(TransformWorkersTest, AnErrorTerminationComesAfterTheBatchesBeforeIt) {
   std::optional<QueueMessage> end = NextMessage(*workers);
   ASSERT_TRUE(end.has_value());
   EXPECT_EQ(end->kind, QueueMessage::Kind::kErrorTermination);
-  EXPECT_EQ(end->producer_status, "source_error");
+  EXPECT_EQ(end->error.failure_class(), FailureClass::kSource);
   EXPECT_EQ(end->error.message(), "the API went away");
 }
 
