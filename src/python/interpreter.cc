@@ -400,7 +400,7 @@ py::module_& Runtime() { return *runtime_module; }
 PythonError DescribeError(py::error_already_set& error) {
   PythonError described;
   py::object value = error.value();
-  py::object type = error.type();
+  const py::object& type = error.type();
   described.type_name = type ? py::str(type.attr("__name__")).cast<std::string>() : "Exception";
   described.timed_out = error.matches(timeout_type);
   described.cancelled = error.matches(cancelled_type);
@@ -412,7 +412,7 @@ PythonError DescribeError(py::error_already_set& error) {
       described.summary = py::str(value).cast<std::string>();
     } else {
       described.summary = Runtime().attr("exception_summary")(value).cast<std::string>();
-      py::object trace = error.trace();
+      const py::object& trace = error.trace();
       described.traceback =
           Runtime().attr("format_exception")(value, trace ? trace : py::none()).cast<std::string>();
     }

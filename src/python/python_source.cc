@@ -86,9 +86,12 @@ class PythonSource final : public Source {
     GilLock gil;
     try {
       python::Runtime().attr("close_source")(instance_);
-    } catch (py::error_already_set& error) {
+    } catch (const std::exception& error) {
       // Closing the HTTP session failed: nothing is lost, the process keeps running.
-      spdlog::warn("custom source {}: closing its session failed: {}", class_name_, error.what());
+      try {
+        spdlog::warn("custom source {}: closing its session failed: {}", class_name_, error.what());
+      } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw.
+      }
     }
     json_keys_.Clear();
     for (py::object* held : {&instance_, &iteration_type_, &record_payload_, &record_micros_}) {

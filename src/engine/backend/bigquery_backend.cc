@@ -93,12 +93,12 @@ constexpr std::string_view kMigration2[] = {
     "ALTER TABLE {d:stream_jobs} ADD COLUMN IF NOT EXISTS insert_order INT64",
     "ALTER TABLE {d:destination_cursors} ADD COLUMN IF NOT EXISTS insert_order INT64",
     "ALTER TABLE {d:stream_resets} ADD COLUMN IF NOT EXISTS insert_order INT64",
-    "ALTER TABLE {d:stream_jobs} ALTER COLUMN insert_order"
-    " SET DEFAULT (UNIX_MICROS(CURRENT_TIMESTAMP()) * 1000)",
-    "ALTER TABLE {d:destination_cursors} ALTER COLUMN insert_order"
-    " SET DEFAULT (UNIX_MICROS(CURRENT_TIMESTAMP()) * 1000)",
-    "ALTER TABLE {d:stream_resets} ALTER COLUMN insert_order"
-    " SET DEFAULT (UNIX_MICROS(CURRENT_TIMESTAMP()) * 1000)",
+    ("ALTER TABLE {d:stream_jobs} ALTER COLUMN insert_order"
+     " SET DEFAULT (UNIX_MICROS(CURRENT_TIMESTAMP()) * 1000)"),
+    ("ALTER TABLE {d:destination_cursors} ALTER COLUMN insert_order"
+     " SET DEFAULT (UNIX_MICROS(CURRENT_TIMESTAMP()) * 1000)"),
+    ("ALTER TABLE {d:stream_resets} ALTER COLUMN insert_order"
+     " SET DEFAULT (UNIX_MICROS(CURRENT_TIMESTAMP()) * 1000)"),
     R"sql(CREATE TABLE IF NOT EXISTS {d:bizon_run_locks} (
       name STRING NOT NULL,
       source_name STRING NOT NULL,
@@ -515,7 +515,7 @@ Status BigQueryBackend::AcquireRunLock(const StreamKey& key) {
         "ago)",
         LockDescription(key), owner, age_s);
     condition = "token = @previous_token";
-    params.push_back(BigQueryParameter::String("previous_token", *token));
+    params.push_back(BigQueryParameter::String("previous_token", token));
   }
   std::string mine = NewUuidHex();
   params.push_back(BigQueryParameter::String("token", mine));

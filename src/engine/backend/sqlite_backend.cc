@@ -95,8 +95,8 @@ constexpr std::string_view kMigration1[] = {
 constexpr std::string_view kMigration2[] = {
     "ALTER TABLE stream_jobs ADD COLUMN owner TEXT",
     "ALTER TABLE destination_cursors ADD COLUMN destination_state TEXT",
-    "CREATE INDEX IF NOT EXISTS stream_jobs_by_key"
-    " ON stream_jobs (name, source_name, stream_name, status, created_at)",
+    ("CREATE INDEX IF NOT EXISTS stream_jobs_by_key"
+     " ON stream_jobs (name, source_name, stream_name, status, created_at)"),
     "CREATE INDEX IF NOT EXISTS source_cursors_by_job ON source_cursors (job_id)",
     "CREATE INDEX IF NOT EXISTS destination_cursors_by_job"
     " ON destination_cursors (job_id, success, to_source_iteration)",
@@ -378,7 +378,7 @@ class RollbackGuard {
 /// Empty paginations are stored as NULL (stored_pagination.h).
 std::optional<std::string_view> PaginationForStorage(std::optional<std::string_view> json) {
   if (!json.has_value() || IsEmptyPagination(*json)) return std::nullopt;
-  return *json;
+  return json;
 }
 
 /// Escapes a name for the path of a "file:" URI.
@@ -536,7 +536,7 @@ Result<std::unique_ptr<SqliteBackend>> SqliteBackend::Open(std::string path) {
   return OpenWithFlags(path, flags, is_file);
 }
 
-Result<std::unique_ptr<SqliteBackend>> SqliteBackend::OpenSharedInMemory(std::string name) {
+Result<std::unique_ptr<SqliteBackend>> SqliteBackend::OpenSharedInMemory(const std::string& name) {
   if (name.empty()) {
     return Fail(InvalidArgumentError("a shared in-memory sqlite backend needs a name"));
   }

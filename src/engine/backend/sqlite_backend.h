@@ -39,7 +39,7 @@ class SqliteBackend final : public Backend {
   /// opens the same name (SQLite's "file:<name>?mode=memory&cache=shared"). It lets the init_job,
   /// producer and consumer instances of one run share state without a file. The database lives
   /// while at least one instance is open: keep one open for as long as the state must survive.
-  static Result<std::unique_ptr<SqliteBackend>> OpenSharedInMemory(std::string name);
+  static Result<std::unique_ptr<SqliteBackend>> OpenSharedInMemory(const std::string& name);
 
   /// The schema version Migrate() brings a database to.
   static int LatestSchemaVersion();

@@ -20,7 +20,7 @@ void Put(std::string& out, T value) {
 template <typename T>
 bool Take(std::string_view& in, T& value) {
   if (in.size() < sizeof(T)) return false;
-  std::memcpy(&value, in.data(), sizeof(T));
+  std::memcpy(&value, &in.front(), sizeof(T));  // Its size was checked above.
   in.remove_prefix(sizeof(T));
   return true;
 }

@@ -263,7 +263,7 @@ ProducerRoleResult RunProducerRole(Source& source, Backend& backend,
                                    const PipelineSettings& settings, const BrokerQueueConfig& queue,
                                    double job_wait_s) {
   ProducerRoleResult result;
-  auto fail = [&](Status error) {
+  auto fail = [&](const Status& error) {
     spdlog::error("{}", error.message());
     result.producer = {error.WithFailureClass(FailureClass::kBackend)};
     return result;

@@ -74,6 +74,7 @@ class StreamLoop {
   CommitLoop commits_;
   StreamStopSignals stop_signals_;
   int64_t written_ = 0;
+  bool batch_failed_ = false;  // Read by the batch's span when it ends.
   // The iteration being committed and the destination state before its write: what a member's
   // ledger records and rolls back to.
   const SourceIteration* committing_ = nullptr;
@@ -114,8 +115,8 @@ Result<StreamLoop::Next> StreamLoop::Step(int64_t iteration, Value& pagination) 
   BIZON_ASSIGN_OR_RETURN(SourceIteration fetched, context_.source.Get(pagination));
   bool last = fetched.IsLast();
   fetched.records.SetExtractedAt(extracted_at);
-  bool iteration_failed = true;
-  ScopedIterationSpan span(iteration, extracted_at, fetched.records, iteration_failed);
+  batch_failed_ = true;
+  ScopedIterationSpan span(iteration, extracted_at, fetched.records, batch_failed_);
   DurableTally tally;
   if (context_.transforms != nullptr && !fetched.records.empty()) {
     Status applied = context_.transforms->Apply(fetched.records);
@@ -136,7 +137,7 @@ Result<StreamLoop::Next> StreamLoop::Step(int64_t iteration, Value& pagination) 
       }));
   tally.Report(NowMicros());
   CurrentMonitor().PipelineStatus("success");  // As the original: after each batch.
-  iteration_failed = false;
+  batch_failed_ = false;
   written_ += covered.rows;
   Next next = AfterCommit(fetched);
   pagination = std::move(fetched.next_pagination);

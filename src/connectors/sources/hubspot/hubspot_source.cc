@@ -170,7 +170,7 @@ class HubspotSource final : public Source {
 
   // One request; a non-2xx answer becomes an error naming it. A 429 without Retry-After is the
   // daily limit (reported at once) or a secondly one (waited out here, as the policy would).
-  Result<JsonPage> Call(std::string method, std::string path, QueryParams query = {},
+  Result<JsonPage> Call(std::string method, const std::string& path, QueryParams query = {},
                         std::string body = {}) {
     HttpRequest request{.method = std::move(method),
                         .url = JoinUrl(base_url_, path),

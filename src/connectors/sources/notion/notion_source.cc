@@ -231,7 +231,7 @@ class NotionSource final : public Source {
 
   // --- HTTP ------------------------------------------------------------------------------------
 
-  Result<JsonPage> Call(std::string method, std::string path, QueryParams query = {},
+  Result<JsonPage> Call(std::string method, const std::string& path, QueryParams query = {},
                         std::optional<Value> body = std::nullopt) {
     HttpRequest request{
         .method = std::move(method), .url = JoinUrl(base_url_, path), .query = std::move(query)};

@@ -144,7 +144,7 @@ class PeriscopeSource final : public Source {
   // One call of the web app: JSON content type on every request (GET included, as the
   // original's session.call sets it), statuses checked here so a refused session is named.
   // `refused`, when given, is set when the failure is a refused session.
-  Result<JsonPage> Call(std::string method, std::string path, QueryParams query,
+  Result<JsonPage> Call(std::string method, const std::string& path, QueryParams query,
                         std::string body = {}, bool* refused = nullptr) {
     HttpRequest request{.method = std::move(method),
                         .url = JoinUrl(base_url_, path),
