@@ -688,12 +688,11 @@ RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& regi
                             "destination '{}' is declared but not implemented in this build",
                             settings.destination_name)));
   }
-  std::unique_ptr<TransformChain> transforms;
-  if (settings.has_transforms) {
-    auto compiled =
-        TransformChain::Compile(*parts.transforms, {.record_timeout = settings.python_timeout});
-    if (!compiled) return EarlyFailure(FailureClass::kConfig, compiled.error());
-    transforms = std::move(*compiled);
+  // Compiled once by the caller, when it checked them (engine/embedded_python.h).
+  std::shared_ptr<TransformChain> transforms = options.transforms;
+  if (settings.has_transforms && transforms == nullptr) {
+    return EarlyFailure(FailureClass::kUnknown,
+                        InternalError("the run was started without its compiled transforms"));
   }
   if (settings.sync_mode == SyncMode::kIncremental) {
     for (const StreamSpec& stream : streams) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,8 @@
 #include "config/pipeline_config.h"
 
 namespace bizon {
+
+class TransformChain;
 
 /// The original's PipelineReturnStatus values.
 enum class ReturnStatus {
@@ -57,6 +60,9 @@ struct RunOptions {
   RunRole role = RunRole::kAll;
   /// The producer role: how long to wait for the consumer to open the job.
   double job_wait_s = 300;
+  /// The config's `transforms:`, compiled by the caller (PrepareEmbeddedPython in
+  /// engine/embedded_python.h); required when the config has transforms.
+  std::shared_ptr<TransformChain> transforms;
 };
 
 RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& registry,

@@ -10,6 +10,7 @@
 
 #include "bizon/registry.h"
 #include "config/pipeline_config.h"
+#include "connectors/registration.h"
 #include "engine/settings.h"
 
 namespace bizon {
