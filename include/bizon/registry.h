@@ -1,7 +1,8 @@
 // ConnectorRegistry: the explicit list of sources and destinations the binary knows.
 //
-// main() builds one, calls each connector's RegisterX(registry) from connectors/registration.cc,
-// and passes it down. There are no static initialisers; registering a name twice is an error.
+// main() builds one, fills it with RegisterBuiltinConnectors (src/connectors/registration.h),
+// which calls each connector's RegisterX(registry), and passes it down. There are no static
+// initialisers; registering a name twice is an error.
 #pragma once
 
 #include <functional>
@@ -117,8 +118,5 @@ class ConnectorRegistry {
   std::map<std::string, SourceDescriptor, std::less<>> sources_;
   std::map<std::string, DestinationDescriptor, std::less<>> destinations_;
 };
-
-/// Fills `registry` with every built-in connector (connectors/registration.cc).
-Status RegisterBuiltinConnectors(ConnectorRegistry& registry);
 
 }  // namespace bizon

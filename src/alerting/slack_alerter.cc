@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "bizon/clock.h"
+#include "bizon/secret_mask.h"
 #include "common/fork_guard.h"
 #include "common/logging.h"
-#include "config/references.h"
 #include "http/http_session.h"
 
 namespace bizon {

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "bizon/secret_mask.h"
 #include "common/logging.h"
-#include "config/references.h"
 
 namespace bizon {
 namespace {

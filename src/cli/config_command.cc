@@ -3,12 +3,13 @@
 
 #include <cstdio>
 
+#include "bizon/secret_mask.h"
 #include "cli/cli_context.h"
 #include "config/json_schema.h"
 #include "config/pipeline_config.h"
 #include "config/pipeline_spec.h"
 #include "config/reference_docs.h"
-#include "config/references.h"
+#include "engine/embedded_python.h"
 
 namespace bizon {
 
@@ -61,8 +62,11 @@ void AddConfigCommand(CLI::App& app, CliContext& context) {
   validate->callback([args, &context] {
     LoadOptions options{.env_file = args->env_file, .skip_references = args->skip_references};
     auto loaded = LoadPipelineConfig(args->file, context.registry, options);
-    if (!loaded) {
-      PrintErrors(loaded.error());
+    // The transforms are compiled as a run would, so that a syntax error is reported here.
+    Result<std::shared_ptr<TransformChain>> transforms =
+        loaded ? PrepareEmbeddedPython(*loaded) : Fail(loaded.error());
+    if (!transforms) {
+      PrintErrors(transforms.error());
       context.exit_code = 1;
       return;
     }

@@ -6,6 +6,7 @@
 #include "bizon/registry.h"
 #include "cli/cli_context.h"
 #include "common/logging.h"
+#include "connectors/registration.h"
 #include "engine/transform_workers.h"
 
 int main(int argc, char** argv) {

@@ -10,10 +10,11 @@
 
 #include "alerting/slack_alerter.h"
 #include "bizon/clock.h"
+#include "bizon/secret_mask.h"
 #include "cli/cli_context.h"
 #include "common/logging.h"
 #include "config/pipeline_config.h"
-#include "config/references.h"
+#include "engine/embedded_python.h"
 #include "engine/pipeline.h"
 #include "engine/runner/runner.h"
 
@@ -101,10 +102,14 @@ void RunCommand(const RunArgs& args, CliContext& context) {
   if (!args.runner.empty()) options.runner = args.runner;
   options.reset = args.reset;
   auto loaded = LoadPipelineConfig(args.file, context.registry, options);
-  if (!loaded) {
-    std::fprintf(stderr, "%s\n", SecretMask::Global().Redact(loaded.error().message()).c_str());
+  // The transforms are compiled here, once: the run is handed the chain.
+  Result<std::shared_ptr<TransformChain>> transforms =
+      loaded ? PrepareEmbeddedPython(*loaded) : Fail(loaded.error());
+  if (!transforms) {
+    const Status& error = transforms.error();
+    std::fprintf(stderr, "%s\n", SecretMask::Global().Redact(error.message()).c_str());
     outcome.failure_class = FailureClass::kConfig;
-    outcome.error = "ConfigError: " + loaded.error().message();
+    outcome.error = "ConfigError: " + error.message();
     outcome.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;
     ReportResultFile(WriteResult(args.result_json, outcome, false));
     context.exit_code = 1;
@@ -119,7 +124,8 @@ void RunCommand(const RunArgs& args, CliContext& context) {
 
   RunOptions run_options{.executable = context.executable,
                          .role = ParseRunRole(args.role).value_or(RunRole::kAll),
-                         .job_wait_s = args.job_wait_s};
+                         .job_wait_s = args.job_wait_s,
+                         .transforms = std::move(*transforms)};
   RunOutcome result = RunGuarded(*loaded, context, run_options);
   result.started_at_us = outcome.started_at_us;
   result.duration_s = static_cast<double>(NowMicros() - outcome.started_at_us) / 1e6;

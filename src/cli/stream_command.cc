@@ -3,9 +3,9 @@
 
 #include <cstdio>
 
+#include "bizon/secret_mask.h"
 #include "cli/cli_context.h"
 #include "config/pipeline_config.h"
-#include "config/references.h"
 #include "engine/backend/backend_factory.h"
 
 namespace bizon {

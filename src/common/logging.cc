@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 
 namespace bizon {
 namespace {

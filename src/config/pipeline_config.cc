@@ -1,7 +1,5 @@
 #include "config/pipeline_config.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -10,8 +8,6 @@
 #include "config/references.h"
 #include "config/validator.h"
 #include "config/yaml_loader.h"
-#include "python/python_runtime.h"
-#include "python/python_transforms.h"
 
 namespace bizon {
 
@@ -158,24 +154,6 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const Connector
     result.normalized.Find("source")->Set("reset", true);
   }
   if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
-  // Before anything starts Python (the transform check below): the user's virtualenv.
-  if (const Value* python_env = result.normalized.FindPath("engine.runner.config.python_env");
-      !result.has_errors() && python_env != nullptr && python_env->is_string()) {
-    const Value* written = raw.FindPath("engine.runner.config.python_env");
-    int line = written != nullptr ? written->mark().line : 0;
-    Status used = UsePythonEnvironment(
-        python_env->AsString(),
-        line > 0 ? fmt::format("{}:{}: engine.runner.config.python_env", path, line)
-                 : fmt::format("{}: engine.runner.config.python_env", path));
-    if (!used.ok()) return Fail(used.WithFailureClass(FailureClass::kConfig));
-  }
-  if (const Value* transforms = raw.Find("transforms");
-      !result.has_errors() && transforms != nullptr && transforms->is_list() &&
-      !transforms->AsList().empty()) {
-    // Syntax errors surface here, before anything runs.
-    Status compiled = ValidateTransforms(*transforms, path);
-    if (!compiled.ok()) return Fail(compiled.WithFailureClass(FailureClass::kConfig));
-  }
   if (result.has_errors()) {
     return Fail(InvalidArgumentError(result.ErrorText(path)));
   }

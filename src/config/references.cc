@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <regex>
 
+#include "bizon/secret_mask.h"
 #include "google/secret_manager.h"
 
 namespace bizon {
@@ -254,45 +254,6 @@ void SubstituteLegacyEnv(Value& config) {
 std::string MaskSecret(std::string_view secret) {
   if (secret.size() <= 8) return std::string(secret.size() == 0 ? 0 : 4, '*');
   return std::string(secret.substr(0, 2)) + "****" + std::string(secret.substr(secret.size() - 2));
-}
-
-namespace {
-std::mutex& SecretMutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-}  // namespace
-
-SecretMask& SecretMask::Global() {
-  static SecretMask mask;
-  return mask;
-}
-
-void SecretMask::Add(std::string_view secret) {
-  // Very short values would redact ordinary words; they are masked only where printed as fields.
-  if (secret.size() < 4) return;
-  std::lock_guard lock(SecretMutex());
-  if (std::find(secrets_.begin(), secrets_.end(), secret) == secrets_.end()) {
-    secrets_.emplace_back(secret);
-  }
-}
-
-std::string SecretMask::Redact(std::string_view text) const {
-  std::lock_guard lock(SecretMutex());
-  std::string out(text);
-  for (const std::string& secret : secrets_) {
-    size_t pos = 0;
-    while ((pos = out.find(secret, pos)) != std::string::npos) {
-      out.replace(pos, secret.size(), "****");
-      pos += 4;
-    }
-  }
-  return out;
-}
-
-bool SecretMask::empty() const {
-  std::lock_guard lock(SecretMutex());
-  return secrets_.empty();
 }
 
 }  // namespace bizon

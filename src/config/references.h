@@ -66,16 +66,4 @@ void SubstituteLegacyEnv(Value& config);
 /// nothing at all for short values.
 std::string MaskSecret(std::string_view secret);
 
-/// Process-wide set of secret strings; Redact() replaces each occurrence in a text by "****".
-class SecretMask {
- public:
-  static SecretMask& Global();
-  void Add(std::string_view secret);
-  std::string Redact(std::string_view text) const;
-  bool empty() const;
-
- private:
-  std::vector<std::string> secrets_;
-};
-
 }  // namespace bizon

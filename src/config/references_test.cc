@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "bizon/secret_mask.h"
 #include "config/yaml_loader.h"
 
 namespace bizon {

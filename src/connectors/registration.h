@@ -5,6 +5,9 @@
 
 namespace bizon {
 
+/// Fills `registry` with every built-in connector, in the order below.
+Status RegisterBuiltinConnectors(ConnectorRegistry& registry);
+
 // Sources.
 Status RegisterDummySource(ConnectorRegistry& registry);
 Status RegisterGeneratorSource(ConnectorRegistry& registry);

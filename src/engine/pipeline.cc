@@ -211,8 +211,12 @@ RunOutcome RunJob(const LoadedConfig& config, const ResolvedRun& run, OpenedRun&
 
 RunOutcome RunPipeline(const LoadedConfig& config, const ConnectorRegistry& registry,
                        const RunOptions& options) {
-  auto run = ResolveRun(config, registry, options.role);
-  if (!run) return EarlyFailure(FailureClass::kConfig, run.error());
+  auto run = ResolveRun(config, registry, options.role, options.transforms);
+  if (!run)
+    return EarlyFailure(run.error().failure_class() == FailureClass::kUnknown
+                            ? FailureClass::kUnknown
+                            : FailureClass::kConfig,
+                        run.error());
   auto backend = OpenBackend(run->settings.backend_config);
   if (!backend) return EarlyFailure(FailureClass::kBackend, backend.error());
   if (options.role == RunRole::kProducer) {

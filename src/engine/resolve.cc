@@ -90,7 +90,7 @@ Result<std::unique_ptr<Source>> ResolvedRun::MakeSource(const SourceContext& con
 }
 
 Result<ResolvedRun> ResolveRun(const LoadedConfig& config, const ConnectorRegistry& registry,
-                               RunRole role) {
+                               RunRole role, std::shared_ptr<TransformChain> transforms) {
   ResolvedRun run;
   BIZON_ASSIGN_OR_RETURN(run.settings, ReadSettings(config));
   const PipelineSettings& settings = run.settings;
@@ -105,10 +105,9 @@ Result<ResolvedRun> ResolveRun(const LoadedConfig& config, const ConnectorRegist
         fmt::format("destination '{}' is declared but not implemented in this build",
                     settings.destination_name)));
   }
-  if (settings.has_transforms) {
-    BIZON_ASSIGN_OR_RETURN(run.transforms,
-                           TransformChain::Compile(*run.transforms_config,
-                                                   {.record_timeout = settings.python_timeout}));
+  run.transforms = std::move(transforms);
+  if (settings.has_transforms && run.transforms == nullptr) {
+    return Fail(InternalError("the run was started without its compiled transforms"));
   }
   BIZON_RETURN_IF_ERROR(CheckIncremental(config, settings, streams));
   run.runner = settings.runner;

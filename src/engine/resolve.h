@@ -24,9 +24,9 @@ struct ResolvedRun {
   /// Set for a custom Python source (`--custom-source` / `source.source_file_path`).
   std::string python_source_path;
   PythonSourceOptions python_options;
-  /// The config's `transforms:` list, when it has one, and its compiled chain.
+  /// The config's `transforms:` list, when it has one, and its chain, compiled by the caller.
   const Value* transforms_config = nullptr;
-  std::unique_ptr<TransformChain> transforms;
+  std::shared_ptr<TransformChain> transforms;
   /// The runner this run uses (a custom Python source cannot run in a forked producer).
   RunnerKind runner = RunnerKind::kThread;
   /// A kafka or rabbitmq queue; nullopt for the in-process one.
@@ -39,7 +39,9 @@ struct ResolvedRun {
   Result<std::unique_ptr<Source>> MakeSource(const SourceContext& context) const;
 };
 
+/// `transforms`: the config's `transforms:` compiled by the caller (engine/embedded_python.h);
+/// required when the config has transforms.
 Result<ResolvedRun> ResolveRun(const LoadedConfig& config, const ConnectorRegistry& registry,
-                               RunRole role);
+                               RunRole role, std::shared_ptr<TransformChain> transforms);
 
 }  // namespace bizon

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "bizon/clock.h"
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "google/jwt.h"
 #include "http/url.h"
 

@@ -11,7 +11,7 @@
 #include <map>
 #include <memory>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "google/jwt.h"
 
 namespace bizon {

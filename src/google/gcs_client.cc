@@ -9,7 +9,7 @@
 #include <fstream>
 #include <random>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "google/google_endpoint.h"
 #include "http/url.h"
 

@@ -9,7 +9,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "google/credentials.h"
 #include "http/http_session.h"
 

@@ -7,7 +7,7 @@
 #include <ctime>
 
 #include "bizon/clock.h"
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 
 namespace bizon {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bizon/clock.h"
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "testing/loopback_http_server.h"
 
 namespace bizon {

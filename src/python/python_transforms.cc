@@ -250,24 +250,43 @@ size_t TransformChain::size() const { return impl_->transforms.size(); }
 
 Result<std::unique_ptr<TransformChain>> TransformChain::Compile(const Value& transforms,
                                                                 TransformOptions options) {
-  BIZON_ASSIGN_OR_RETURN(std::vector<Snippet> snippets, ReadSnippets(transforms));
+  auto snippets_or = ReadSnippets(transforms);
+  if (!snippets_or) {
+    if (options.file_name.empty()) return Fail(snippets_or.error());
+    return Fail(InvalidArgumentError(
+        fmt::format("{}: {}", options.file_name, snippets_or.error().message())));
+  }
+  const std::vector<Snippet>& snippets = *snippets_or;
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (snippets.empty()) return std::unique_ptr<TransformChain>(new TransformChain(std::move(impl)));
   BIZON_RETURN_IF_ERROR(python::EnsureInterpreter());
   GilLock gil;
   try {
+    // Every snippet is compiled, so that one run reports all the syntax errors.
+    std::string problems;
     for (size_t i = 0; i < snippets.size(); ++i) {
       auto compiled = CompileSnippet(snippets[i]);
-      if (!compiled) {
-        // Release what was compiled so far before failing (under the GIL, held here).
-        for (Impl::Compiled& done : impl->transforms) Py_XDECREF(done.code);
-        impl->transforms.clear();
-        return Fail(InvalidArgumentError(fmt::format(
-            "transforms[{}].python: syntax error in transform '{}' at line {} of its code: {}", i,
-            snippets[i].label, compiled.error().line, compiled.error().message)));
+      if (compiled) {
+        impl->transforms.push_back({snippets[i].label, compiled->release().ptr()});
+        continue;
       }
-      impl->transforms.push_back({snippets[i].label, compiled->release().ptr()});
+      std::string where;
+      if (!options.file_name.empty()) {
+        int line = YamlLine(options.file_name, snippets[i].mark, compiled.error().line);
+        where = line > 0 ? fmt::format("{}:{}: ", options.file_name, line)
+                         : fmt::format("{}: ", options.file_name);
+      }
+      if (!problems.empty()) problems += '\n';
+      problems += fmt::format(
+          "{}transforms[{}].python: syntax error in transform '{}' at line {} of its code: {}",
+          where, i, snippets[i].label, compiled.error().line, compiled.error().message);
+    }
+    if (!problems.empty()) {
+      // Release what was compiled before failing (under the GIL, held here).
+      for (Impl::Compiled& done : impl->transforms) Py_XDECREF(done.code);
+      impl->transforms.clear();
+      return Fail(InvalidArgumentError(std::move(problems)));
     }
     py::module_& runtime = python::Runtime();
     impl->loads = py::object(runtime.attr("transform_loads")).release().ptr();
@@ -332,39 +351,6 @@ Status TransformChain::Apply(RecordBatch& batch) {
   }
   batch = std::move(stamped);
   return Status::Ok();
-}
-
-Status ValidateTransforms(const Value& transforms, std::string_view file_name) {
-  auto snippets_or = ReadSnippets(transforms);
-  if (!snippets_or) {
-    return InvalidArgumentError(fmt::format("{}: {}", file_name, snippets_or.error().message()));
-  }
-  const std::vector<Snippet>& snippets = *snippets_or;
-  if (snippets.empty()) return Status::Ok();
-  BIZON_RETURN_IF_ERROR(python::EnsureInterpreter());
-  std::string problems;
-  {
-    GilLock gil;
-    try {
-      for (size_t i = 0; i < snippets.size(); ++i) {
-        auto compiled = CompileSnippet(snippets[i]);
-        if (compiled) continue;
-        int line = YamlLine(file_name, snippets[i].mark, compiled.error().line);
-        std::string where =
-            line > 0 ? fmt::format("{}:{}", file_name, line) : std::string(file_name);
-        if (!problems.empty()) problems += '\n';
-        problems += fmt::format(
-            "{}: transforms[{}].python: syntax error in transform '{}' at line {} of its code: {}",
-            where, i, snippets[i].label, compiled.error().line, compiled.error().message);
-      }
-    } catch (py::error_already_set& error) {
-      python::PythonError described = python::DescribeError(error);
-      return python::ErrorStatus(described, "cannot compile the transforms", StatusCode::kInternal,
-                                 FailureClass::kConfig);
-    }
-  }
-  if (problems.empty()) return Status::Ok();
-  return InvalidArgumentError(std::move(problems));
 }
 
 }  // namespace bizon

@@ -15,7 +15,7 @@
 
 #include <chrono>
 #include <memory>
-#include <string_view>
+#include <string>
 
 #include "bizon/record_batch.h"
 #include "bizon/status.h"
@@ -28,14 +28,19 @@ struct TransformOptions {
   /// limit. Only Python bytecode is interrupted: code blocked inside a C call (a socket read)
   /// fails when that call returns.
   std::chrono::milliseconds record_timeout{0};
+  /// The pipeline file the transforms were read from. Set: each syntax error opens with
+  /// "<file_name>:<yaml line>: ", the line of the faulty code line in the file (as `bizon config
+  /// validate` reports it). Empty: it opens with "transforms[<i>]".
+  std::string file_name;
 };
 
 class TransformChain {
  public:
   /// Compiles every snippet once. `transforms` is the config's list of {label, python} maps; an
   /// empty list (or null) gives a chain that leaves batches unchanged without starting Python.
-  /// A syntax error fails with code kInvalidArgument, failure class config, naming the label
-  /// and the line.
+  /// Syntax errors fail with code kInvalidArgument, failure class config, all of them at once,
+  /// one per line: "transforms[<i>].python: syntax error in transform '<label>' at line <n> of
+  /// its code: <message>: <code line>", opened by the file and line (`options.file_name`).
   static Result<std::unique_ptr<TransformChain>> Compile(const Value& transforms,
                                                          TransformOptions options = {});
 
@@ -57,11 +62,5 @@ class TransformChain {
   explicit TransformChain(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-/// Compiles every snippet of `transforms` without running it, for `bizon config validate` and
-/// the start of `bizon run`. Reports every problem at once, one per line, each as
-/// "<file_name>:<yaml line>: transforms[<i>].python: syntax error in transform '<label>' at line
-/// <n> of its code: <message>: <code line>"; code kInvalidArgument, failure class config.
-Status ValidateTransforms(const Value& transforms, std::string_view file_name);
 
 }  // namespace bizon

@@ -391,7 +391,7 @@ transforms:
       << chain.error().message();
 }
 
-TEST(PythonTransformsTest, ValidateTransformsNamesFileLineAndLabel) {
+TEST(PythonTransformsTest, CompileWithFileNameNamesFileLineAndLabelOfEveryError) {
   std::filesystem::path file = std::filesystem::temp_directory_path() /
                                ("bizon_transforms_" + std::to_string(::getpid()) + ".yml");
   std::string yaml = R"(name: demo
@@ -409,9 +409,10 @@ transforms:
   std::ofstream(file) << yaml;
   auto parsed = ParseYaml(yaml, file.string());
   ASSERT_TRUE(parsed.has_value());
-  Status status = ValidateTransforms(*parsed->Find("transforms"), file.string());
+  auto chain = TransformChain::Compile(*parsed->Find("transforms"), {.file_name = file.string()});
   std::filesystem::remove(file);
-  ASSERT_FALSE(status.ok());
+  ASSERT_FALSE(chain.has_value());
+  const Status& status = chain.error();
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.failure_class(), FailureClass::kConfig);
   EXPECT_NE(status.message().find(file.string() + ":8: transforms[1].python: syntax error in "
@@ -425,7 +426,9 @@ transforms:
       << status.message();
 
   auto fine = ParseYaml("transforms:\n  - label: ok\n    python: data = 1\n", "ok.yml");
-  EXPECT_TRUE(ValidateTransforms(*fine->Find("transforms"), "ok.yml").ok());
+  auto compiled = TransformChain::Compile(*fine->Find("transforms"), {.file_name = "ok.yml"});
+  ASSERT_TRUE(compiled.has_value()) << compiled.error().message();
+  EXPECT_EQ((*compiled)->size(), 1u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "connectors/registration.h"
 
 namespace bizon {
 namespace {

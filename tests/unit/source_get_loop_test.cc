@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "connectors/registration.h"
 #include "testing/loopback_http_server.h"
 #include "testing/pipeline_source.h"
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "kafka/kafka_security.h"
 
 namespace bizon {

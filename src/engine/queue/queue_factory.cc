@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 
 namespace bizon {
 namespace {

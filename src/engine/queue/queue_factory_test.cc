@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 
 namespace bizon {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "bizon/clock.h"
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "connectors/registration.h"
 #include "connectors/sources/kafka/kafka_message.h"
 #include "http/http_session.h"

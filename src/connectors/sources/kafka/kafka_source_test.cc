@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 
 namespace bizon::kafka {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "bizon/clock.h"
 #include "bizon/registry.h"
+#include "connectors/registration.h"
 #include "testing/loopback_http_server.h"
 #include "testing/pipeline_source.h"
 

@@ -11,7 +11,7 @@
 #include "bizon/clock.h"
 #include "bizon/config_spec.h"
 #include "bizon/registry.h"
-#include "config/references.h"
+#include "bizon/secret_mask.h"
 #include "connectors/registration.h"
 #include "connectors/sources/periscope/periscope_widgets.h"
 #include "http/json_page.h"
