@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bizon/registry.h"
+#include "cli/pipeline_declaration.h"
 #include "config/pipeline_config.h"
 #include "connectors/registration.h"
 #include "engine/settings.h"
@@ -33,7 +34,7 @@ class SourceGetLoopTest : public testing::Test {
                        std::to_string(getpid()) + ".yml";
     std::ofstream(path) << "name: get-loop\nsource:\n"
                         << source_yaml << "destination:\n  name: logger\n  config: {}\n";
-    auto loaded = LoadPipelineConfig(path, registry_, LoadOptions{});
+    auto loaded = LoadPipelineConfig(path, DeclarePipeline(registry_), LoadOptions{});
     EXPECT_TRUE(loaded.has_value()) << loaded.error().ToString();
     if (!loaded) return {};
     auto settings = ReadSettings(*loaded);
