@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <string_view>
 
+#include "alerting/alerting_options.h"
 #include "bizon/registry.h"
 #include "config/pipeline_spec.h"
 #include "config/validator.h"
 #include "config/yaml_loader.h"
+#include "engine/engine_options.h"
+#include "monitoring/monitoring_options.h"
 
 namespace {
 
@@ -30,15 +33,25 @@ const bizon::ConnectorRegistry& Registry() {
   return registry;
 }
 
+/// As cli/pipeline_declaration.cc assembles it, with the sections of the engine, monitoring and
+/// alerting.
+const bizon::PipelineDeclaration& Declaration() {
+  static const bizon::PipelineDeclaration declaration{.registry = Registry(),
+                                                      .engine = bizon::EngineSection(),
+                                                      .monitoring = bizon::MonitoringSection(),
+                                                      .alerting = bizon::AlertingSection()};
+  return declaration;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto parsed = bizon::ParseYaml(text, "fuzz.yml");
   if (!parsed) return 0;
-  static const bizon::FieldSpec spec = bizon::PipelineSpec(Registry());
+  static const bizon::FieldSpec spec = bizon::PipelineSpec(Declaration());
   bizon::ValidationResult result = bizon::ValidateConfig(*parsed, spec);
-  if (!result.has_errors()) bizon::CheckPipelineRules(Registry(), *parsed, result);
+  if (!result.has_errors()) bizon::CheckPipelineRules(Declaration(), *parsed, result);
   (void)result.ErrorText("fuzz.yml");
   return 0;
 }

@@ -60,15 +60,14 @@ struct SourceDescriptor {
   std::function<Status(const Value& source_config, const std::string& stream)> check_stream;
   /// The connector's own keys under `source:`, beside the common ones (name, stream, sync_mode...).
   ConfigSpec config;
+  /// Completes the raw pipeline config before it is validated, from keys outside `source:` (the
+  /// kafka source takes its topics from a `streams:` block). Null: nothing to complete.
+  std::function<void(Value& config)> normalize_config;
+  /// Rules across the whole normalized pipeline config that concern this source; violations
+  /// carry full YAML paths. Null: none.
+  std::function<std::vector<ConfigRuleViolation>(const Value& config)> check_pipeline;
   /// Null while the connector is declared but not yet implemented.
   SourceFactory factory;
-};
-
-/// A broken rule across destination options, found by DestinationDescriptor::check_config.
-struct ConfigRuleViolation {
-  /// The option's path under `destination.config`, e.g. "time_partitioning.field".
-  std::string path;
-  std::string message;
 };
 
 struct DestinationDescriptor {
@@ -97,6 +96,13 @@ struct DestinationDescriptor {
   /// enforces them again. Null: none.
   std::function<std::vector<ConfigRuleViolation>(const Value& config, SyncMode sync_mode)>
       check_config;
+  /// Completes the raw pipeline config before it is validated, from keys outside `destination:`.
+  /// Null: nothing to complete.
+  std::function<void(Value& config)> normalize_config;
+  /// Rules across the whole normalized pipeline config that concern this destination (the
+  /// bigquery destinations want each `streams[].destination.table_id` as project.dataset.table);
+  /// violations carry full YAML paths. Null: none.
+  std::function<std::vector<ConfigRuleViolation>(const Value& config)> check_pipeline;
   /// Keys of `destination.config` that, beside destination_id, name the default destination id.
   std::vector<std::string> destination_id_keys;
   DestinationFactory factory;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <utility>
 
+#include "alerting/alerting_options.h"
 #include "bizon/clock.h"
 #include "bizon/secret_mask.h"
 #include "common/fork_guard.h"
@@ -323,7 +324,8 @@ std::unique_ptr<RunAlerting> StartRunAlerting(const Value& config) {
   const Value* alerting = config.Find("alerting");
   if (alerting == nullptr || !alerting->is_map()) return nullptr;
   const Value* url = alerting->FindPath("config.webhook_url");
-  const Value* levels = alerting->Find("log_levels");
+  OptionReader declared(AlertingSection().field, *alerting);
+  const Value* levels = declared.Find("log_levels");
   if (url == nullptr || !url->is_string() || levels == nullptr) return nullptr;
   std::optional<AlertLevel> threshold = AlertThreshold(*levels);
   if (!threshold) return nullptr;

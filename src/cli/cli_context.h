@@ -4,11 +4,14 @@
 #include <CLI/CLI.hpp>
 
 #include "bizon/registry.h"
+#include "config/pipeline_spec.h"
 
 namespace bizon {
 
 struct CliContext {
   const ConnectorRegistry& registry;
+  /// What pipeline files are validated against (cli/pipeline_declaration.h).
+  const PipelineDeclaration& declaration;
   std::string executable;
   int exit_code = 0;
 };

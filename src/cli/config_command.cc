@@ -61,7 +61,7 @@ void AddConfigCommand(CLI::App& app, CliContext& context) {
                      "Keep env:// and gsm:// references as literal strings.");
   validate->callback([args, &context] {
     LoadOptions options{.env_file = args->env_file, .skip_references = args->skip_references};
-    auto loaded = LoadPipelineConfig(args->file, context.registry, options);
+    auto loaded = LoadPipelineConfig(args->file, context.declaration, options);
     // The transforms are compiled as a run would, so that a syntax error is reported here.
     Result<std::shared_ptr<TransformChain>> transforms =
         loaded ? PrepareEmbeddedPython(*loaded) : Fail(loaded.error());
@@ -83,11 +83,11 @@ void AddConfigCommand(CLI::App& app, CliContext& context) {
   CLI::App* schema = config->add_subcommand(
       "schema", "Print the JSON Schema of pipeline files, for editors and CI checks.");
   schema->callback(
-      [&context] { std::puts(ToJsonSchema(PipelineSpec(context.registry)).ToJson().c_str()); });
+      [&context] { std::puts(ToJsonSchema(PipelineSpec(context.declaration)).ToJson().c_str()); });
 
   config->add_subcommand("docs", "Print the Markdown reference of every declared option.")
       ->callback(
-          [&context] { std::fputs(RenderConfigReference(context.registry).c_str(), stdout); });
+          [&context] { std::fputs(RenderConfigReference(context.declaration).c_str(), stdout); });
 }
 
 }  // namespace bizon

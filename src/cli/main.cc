@@ -5,6 +5,7 @@
 
 #include "bizon/registry.h"
 #include "cli/cli_context.h"
+#include "cli/pipeline_declaration.h"
 #include "common/logging.h"
 #include "connectors/registration.h"
 #include "engine/transform_workers.h"
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Bizon CLI: extract and load data with checkpoints you can trust.", "bizon"};
   app.set_version_flag("--version", std::string("bizon ") + BIZON_VERSION);
   app.require_subcommand(1);
-  bizon::CliContext context{registry, argv[0], 0};
+  const bizon::PipelineDeclaration declaration = bizon::DeclarePipeline(registry);
+  bizon::CliContext context{registry, declaration, argv[0], 0};
   bizon::AddRunCommand(app, context);
   bizon::AddSourceCommand(app, context);
   bizon::AddStreamCommand(app, context);

@@ -101,7 +101,7 @@ void RunCommand(const RunArgs& args, CliContext& context) {
   if (!args.custom_source.empty()) options.custom_source = args.custom_source;
   if (!args.runner.empty()) options.runner = args.runner;
   options.reset = args.reset;
-  auto loaded = LoadPipelineConfig(args.file, context.registry, options);
+  auto loaded = LoadPipelineConfig(args.file, context.declaration, options);
   // The transforms are compiled here, once: the run is handed the chain.
   Result<std::shared_ptr<TransformChain>> transforms =
       loaded ? PrepareEmbeddedPython(*loaded) : Fail(loaded.error());

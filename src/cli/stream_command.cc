@@ -21,7 +21,7 @@ struct ResetArgs {
 void RunReset(const ResetArgs& args, CliContext& context) {
   LoadOptions options{.env_file = args.env_file};
   if (!args.stream.empty()) options.stream = args.stream;
-  auto loaded = LoadPipelineConfig(args.file, context.registry, options);
+  auto loaded = LoadPipelineConfig(args.file, context.declaration, options);
   if (!loaded) {
     std::fprintf(stderr, "error: %s\n",
                  SecretMask::Global().Redact(loaded.error().message()).c_str());

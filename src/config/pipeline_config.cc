@@ -31,42 +31,6 @@ Result<Value> LoadRawConfig(const std::string& path, const LoadOptions& options)
 
 namespace {
 
-/// The kafka source reads the topics a `streams:` block names: each stream's `source.topic` is
-/// routed to its `destination.table_id`. An empty `topics` list is filled from the streams, and
-/// a topic listed in both takes the stream's table (the streams block wins, as in the original).
-void ApplyStreamsToKafkaSource(Value& raw) {
-  Value* source = raw.Find("source");
-  const Value* streams = raw.Find("streams");
-  if (source == nullptr || !source->is_map() || streams == nullptr || !streams->is_list()) return;
-  if (source->GetString("name") != "kafka") return;
-  Value::List routes;
-  for (const Value& stream : streams->AsList()) {
-    const Value* topic = stream.FindPath("source.topic");
-    const Value* table = stream.FindPath("destination.table_id");
-    if (topic == nullptr || !topic->is_string() || topic->AsString().empty() || table == nullptr ||
-        !table->is_string()) {
-      continue;
-    }
-    Value route(Value::Map{{"name", *topic}, {"destination_id", *table}});
-    route.set_mark(stream.mark());
-    routes.push_back(std::move(route));
-  }
-  if (routes.empty()) return;
-  Value* topics = source->Find("topics");
-  if (topics == nullptr || topics->is_null() || (topics->is_list() && topics->AsList().empty())) {
-    source->Set("topics", Value(std::move(routes)));
-    return;
-  }
-  if (!topics->is_list()) return;  // Validation reports the wrong type.
-  for (Value& topic : topics->AsList()) {
-    for (const Value& route : routes) {
-      if (topic.is_map() && topic.GetString("name") == route.GetString("name")) {
-        topic.Set("destination_id", *route.Find("destination_id"));
-      }
-    }
-  }
-}
-
 /// A `streams:` entry's `destination.record_schema` is the column list of its table: it becomes
 /// the destination's `record_schemas` entry for `destination.table_id` (with `clustering_keys`
 /// when the stream sets them), so `unnest: true` finds it. An entry the destination already lists
@@ -118,7 +82,8 @@ void ApplyStreamsToDestinationSchemas(Value& raw) {
 
 }  // namespace
 
-Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const ConnectorRegistry& registry,
+Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
+                                        const PipelineDeclaration& declaration,
                                         const LoadOptions& options) {
   BIZON_ASSIGN_OR_RETURN(Value raw, LoadRawConfig(path, options));
 
@@ -145,15 +110,15 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const Connector
                              ? raw.FindPath("source.name")->ToDisplayString()
                              : "custom";
   }
-  ApplyStreamsToKafkaSource(raw);
+  NormalizeForConnectors(declaration.registry, raw);
   ApplyStreamsToDestinationSchemas(raw);
-  ValidationResult result = ValidateConfig(raw, PipelineSpec(registry, custom_source_name));
+  ValidationResult result = ValidateConfig(raw, PipelineSpec(declaration, custom_source_name));
   // --reset is applied after validation: it is the supported way to ask for a reset, so it must
   // not draw the deprecation warning meant for `source.reset` in the file.
   if (options.reset && result.normalized.Find("source") != nullptr) {
     result.normalized.Find("source")->Set("reset", true);
   }
-  if (!result.has_errors()) CheckPipelineRules(registry, raw, result);
+  if (!result.has_errors()) CheckPipelineRules(declaration, raw, result);
   if (result.has_errors()) {
     return Fail(InvalidArgumentError(result.ErrorText(path)));
   }

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "bizon/registry.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
+#include "config/pipeline_spec.h"
 #include "config/validator.h"
 
 namespace bizon {
@@ -38,7 +38,8 @@ struct LoadedConfig {
 
 /// Loads and validates. Any error gives a Status (failure class config) whose message lists
 /// every problem as `file:line: path: message`.
-Result<LoadedConfig> LoadPipelineConfig(const std::string& path, const ConnectorRegistry& registry,
+Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
+                                        const PipelineDeclaration& declaration,
                                         const LoadOptions& options);
 
 /// Steps 1-4 only (env file, YAML, legacy env): what `bizon secrets check` inspects.

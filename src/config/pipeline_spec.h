@@ -1,7 +1,9 @@
-// The declaration of a whole pipeline file, assembled from the engine's own option lists and
-// each registered connector's ConfigSpec.
+// The declaration of a whole pipeline file: config's own keys (name, id, transforms, secrets,
+// streams and the keys every source and destination shares), each registered connector's
+// ConfigSpec, and the sections the modules above config declare beside the code that reads them.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "bizon/config_spec.h"
@@ -10,19 +12,36 @@
 
 namespace bizon {
 
+/// What a pipeline file is declared from, beyond config's own keys. The binary assembles it once
+/// (cli/pipeline_declaration.h); config never names the modules the sections come from.
+struct PipelineDeclaration {
+  const ConnectorRegistry& registry;
+  /// `engine:`: backend, queue, runner.
+  ConfigSection engine;
+  /// `monitoring:`: metrics and traces.
+  ConfigSection monitoring;
+  /// `alerting:`: Slack alerts.
+  ConfigSection alerting;
+};
+
 /// Keys every source accepts (name, stream, sync_mode, ...), before a connector's own.
 std::vector<FieldSpec> CommonSourceFields();
 /// Keys every destination accepts under `destination.config` (buffer_size, ...).
 std::vector<FieldSpec> CommonDestinationFields();
 
 /// The root object: name, id, source, destination, transforms, engine, secrets, monitoring,
-/// alerting, streams. Source and destination are discriminated by `name` over `registry`.
+/// alerting, streams. Source and destination are discriminated by `name` over the registry.
 /// `custom_source_name` non-empty: the source is a custom Python file under that name.
-FieldSpec PipelineSpec(const ConnectorRegistry& registry, std::string_view custom_source_name = {});
+FieldSpec PipelineSpec(const PipelineDeclaration& declaration,
+                       std::string_view custom_source_name = {});
 
-/// Rules that span several keys (streams need stream mode, unnest needs record_schemas, ...).
-/// Runs on the normalized config; `raw` gives line numbers.
-void CheckPipelineRules(const ConnectorRegistry& registry, const Value& raw,
+/// Before validation: each connector named by the raw config completes it (normalize_config).
+void NormalizeForConnectors(const ConnectorRegistry& registry, Value& raw);
+
+/// Rules that span several keys (streams need stream mode, unnest needs record_schemas, ...),
+/// then the connectors' and the sections' own. Runs on the normalized config; `raw` gives line
+/// numbers.
+void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw,
                         ValidationResult& result);
 
 }  // namespace bizon

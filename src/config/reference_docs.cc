@@ -90,8 +90,9 @@ void Variants(std::string& out, const FieldSpec& field, const std::string& prefi
 
 }  // namespace
 
-std::string RenderConfigReference(const ConnectorRegistry& registry) {
-  FieldSpec root = PipelineSpec(registry);
+std::string RenderConfigReference(const PipelineDeclaration& declaration) {
+  const ConnectorRegistry& registry = declaration.registry;
+  FieldSpec root = PipelineSpec(declaration);
   std::string out =
       "# Pipeline configuration reference\n\n"
       "Generated from the declarations in the code by `bizon config docs`; do not edit by "

@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include "bizon/registry.h"
+#include "config/pipeline_spec.h"
 
 namespace bizon {
 
-std::string RenderConfigReference(const ConnectorRegistry& registry);
+std::string RenderConfigReference(const PipelineDeclaration& declaration);
 
 }  // namespace bizon

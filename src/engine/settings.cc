@@ -2,14 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "config/pipeline_spec.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/backend/backend_options.h"
+#include "engine/engine_options.h"
+#include "engine/queue/queue_options.h"
 
 namespace bizon {
-namespace {
-
-constexpr int64_t kDefaultQueueBytes = 16LL * 1024 * 1024;
-
-}  // namespace
 
 std::string_view ToString(RunnerKind kind) {
   switch (kind) {
@@ -40,44 +39,39 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   settings.key = {loaded.PipelineId(), settings.source_config.GetString("name"),
                   settings.source_config.GetString("stream")};
   settings.destination_name = config.FindPath("destination.name")->AsString();
-  BIZON_ASSIGN_OR_RETURN(settings.sync_mode,
-                         ParseSyncMode(settings.source_config.GetString("sync_mode")));
-  settings.reset_requested = settings.source_config.GetBool("reset");
-  settings.force_ignore_checkpoint = settings.source_config.GetBool("force_ignore_checkpoint");
-  settings.max_iterations = settings.source_config.GetInteger("max_iterations", 0);
-  settings.sync_cursor_every = std::max<int64_t>(
-      1, settings.backend_config.Find("config") != nullptr
-             ? settings.backend_config.Find("config")->GetInteger("syncCursorInDBEvery", 10)
-             : 10);
-  std::string runner = config.FindPath("engine.runner.type")->AsString();
-  std::optional<RunnerKind> kind = ParseRunnerKind(runner);
+
+  OptionReader source(Option::Object("source", CommonSourceFields()), settings.source_config);
+  BIZON_ASSIGN_OR_RETURN(settings.sync_mode, ParseSyncMode(source.String("sync_mode")));
+  settings.reset_requested = source.Boolean("reset");
+  settings.force_ignore_checkpoint = source.Boolean("force_ignore_checkpoint");
+  // Declared without a default: unset (or null) means no limit.
+  const Value* max_iterations = source.Find("max_iterations");
+  settings.max_iterations =
+      max_iterations != nullptr && max_iterations->is_integer() ? max_iterations->AsInteger() : 0;
+  BIZON_RETURN_IF_ERROR(source.status());
+
+  BIZON_ASSIGN_OR_RETURN(settings.sync_cursor_every, ReadSyncCursorEvery(settings.backend_config));
+  std::string runner_type = config.FindPath("engine.runner.type")->AsString();
+  std::optional<RunnerKind> kind = ParseRunnerKind(runner_type);
   if (!kind) {
-    return Fail(InvalidArgumentError(
-        fmt::format("{}: engine.runner.type: unknown runner '{}'", loaded.file_name, runner)));
+    return Fail(InvalidArgumentError(fmt::format("{}: engine.runner.type: unknown runner '{}'",
+                                                 loaded.file_name, runner_type)));
   }
   settings.runner = *kind;
-  if (const Value* runner_config = config.FindPath("engine.runner.config");
-      runner_config != nullptr && runner_config->is_map()) {
-    settings.transform_workers =
-        static_cast<int>(std::max<int64_t>(1, runner_config->GetInteger("max_workers", 2)));
-    settings.python_timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(runner_config->GetDouble("python_timeout", 300) * 1000));
-  }
+  const Value* runner = config.FindPath("engine.runner");
+  BIZON_ASSIGN_OR_RETURN(RunnerOptions runner_options,
+                         ReadRunnerOptions(runner != nullptr ? *runner : Value()));
+  settings.transform_workers = runner_options.max_workers;
+  settings.python_timeout = runner_options.python_timeout;
+  const Value* queue = config.FindPath("engine.queue");
+  BIZON_ASSIGN_OR_RETURN(settings.queue_limits,
+                         ReadQueueLimits(queue != nullptr ? *queue : Value()));
 
-  const Value* queue_config = config.FindPath("engine.queue.config");
-  if (queue_config != nullptr && queue_config->is_map()) {
-    settings.queue_limits.max_records = queue_config->GetInteger("max_nb_messages", 1'000'000);
-    // Beyond the original: without max_bytes the queue is still bounded in bytes, so a fast
-    // source cannot fill memory with a million large records before the consumer catches up.
-    settings.queue_limits.max_bytes = queue_config->GetInteger("max_bytes", kDefaultQueueBytes);
-    if (const Value* queue = queue_config->Find("queue")) {
-      settings.queue_limits.max_iterations = queue->GetInteger("max_size", 0);
-    }
-  }
-  settings.buffer_bytes =
-      static_cast<int64_t>(settings.destination_config.GetDouble("buffer_size", 50) * 1024 * 1024);
-  settings.buffer_flush_timeout_s =
-      settings.destination_config.GetDouble("buffer_flush_timeout", 600);
+  OptionReader destination(Option::Object("config", CommonDestinationFields()),
+                           settings.destination_config);
+  settings.buffer_bytes = static_cast<int64_t>(destination.Number("buffer_size") * 1024 * 1024);
+  settings.buffer_flush_timeout_s = destination.Number("buffer_flush_timeout");
+  BIZON_RETURN_IF_ERROR(destination.status());
   const Value* transforms = config.Find("transforms");
   settings.has_transforms =
       transforms != nullptr && transforms->is_list() && !transforms->AsList().empty();

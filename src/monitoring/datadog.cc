@@ -12,6 +12,7 @@
 #include <random>
 
 #include "bizon/clock.h"
+#include "monitoring/monitoring_options.h"
 #include "monitoring/telemetry_http.h"
 
 namespace bizon {
@@ -160,7 +161,9 @@ Result<DatadogOptions> ReadDatadogOptions(const Value& config, EnvLookup env) {
         "datadog_agent_host is given; sending to localhost",
         variable);
   }
-  options.statsd_port = static_cast<int>(config.GetInteger("datadog_agent_port", 8125));
+  OptionReader declared(MonitoringConfigField(), config);
+  options.statsd_port = static_cast<int>(declared.Integer("datadog_agent_port"));
+  BIZON_RETURN_IF_ERROR(declared.status());
   if (options.statsd_port <= 0 || options.statsd_port > 65535) {
     return Fail(InvalidArgumentError(fmt::format(
         "monitoring.config.datadog_agent_port: {} is not a port", options.statsd_port)));

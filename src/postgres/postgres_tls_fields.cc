@@ -1,5 +1,5 @@
-// PgTlsFields() on its own: config/pipeline_spec.cc declares the backend's keys with it, and
-// builds that link config without libpq (fuzz/) need it without the client.
+// PgTlsFields() on its own: engine/backend/backend_options.cc declares the backend's keys with it,
+// and builds without libpq (fuzz/) need it without the client.
 #include <string>
 #include <utility>
 #include <vector>

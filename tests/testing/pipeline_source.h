@@ -18,6 +18,7 @@
 #include "bizon/registry.h"
 #include "bizon/source.h"
 #include "bizon/status.h"
+#include "cli/pipeline_declaration.h"
 #include "config/pipeline_config.h"
 #include "engine/settings.h"
 
@@ -37,7 +38,7 @@ inline Result<std::unique_ptr<Source>> MakeSourceFromYaml(const ConnectorRegistr
                      std::to_string(::getpid()) + "_" + std::to_string(files++) + ".yml";
   std::ofstream(path) << "name: pipeline-source\nsource:\n"
                       << source_yaml << "destination:\n  name: logger\n  config: {}\n";
-  auto loaded = LoadPipelineConfig(path, registry, LoadOptions{});
+  auto loaded = LoadPipelineConfig(path, DeclarePipeline(registry), LoadOptions{});
   ::unlink(path.c_str());
   if (!loaded) return Fail(loaded.error());
   BIZON_ASSIGN_OR_RETURN(PipelineSettings settings, ReadSettings(*loaded));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "engine/backend/backend_options.h"
 #include "engine/backend/bigquery_backend.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
@@ -13,9 +14,8 @@ namespace bizon {
 namespace {
 
 std::string SqliteDatabaseName(const Value& backend) {
-  return backend.FindPath("config.database") != nullptr
-             ? backend.FindPath("config.database")->ToDisplayString()
-             : "bizon";
+  const Value* database = backend.FindPath("config.database");
+  return database != nullptr ? database->ToDisplayString() : std::string();
 }
 
 // Always `<database>.sqlite3`, as the original names it (`state.db` is `state.db.sqlite3`), so
@@ -45,7 +45,7 @@ Status CheckNoEarlierSqliteFile(const Value& backend) {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
-  std::string type = backend.GetString("type", "sqlite");
+  std::string type = BackendType(backend);
   if (type == "sqlite") {
     BIZON_RETURN_IF_ERROR(CheckNoEarlierSqliteFile(backend));
     BIZON_ASSIGN_OR_RETURN(auto opened, SqliteBackend::Open(SqlitePath(backend)));
@@ -83,12 +83,12 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
 
 Value BackendConfigOf(const Value& config) {
   const Value* found = config.FindPath("engine.backend");
-  Value backend = found != nullptr ? *found : Value::EmptyMap();
+  Value backend = found != nullptr ? *found : *BackendField().default_value;
   const Value* backend_config = backend.Find("config");
   const Value* destination = config.FindPath("destination.config");
   const Value* destination_name = config.FindPath("destination.name");
-  if (backend.GetString("type") != "bigquery" || backend_config == nullptr ||
-      destination == nullptr || destination_name == nullptr || !destination_name->is_string() ||
+  if (BackendType(backend) != "bigquery" || backend_config == nullptr || destination == nullptr ||
+      destination_name == nullptr || !destination_name->is_string() ||
       !destination_name->AsString().starts_with("bigquery")) {
     return backend;
   }
@@ -108,16 +108,14 @@ Value BackendConfigOf(const Value& config) {
 }
 
 std::optional<std::string> SqliteFilePath(const Value& backend) {
-  if (backend.GetString("type", "sqlite") != "sqlite") return std::nullopt;
+  if (BackendType(backend) != "sqlite") return std::nullopt;
   return SqlitePath(backend);
 }
 
-bool IsProcessLocal(const Value& backend) {
-  return backend.GetString("type", "sqlite") == "sqlite_in_memory";
-}
+bool IsProcessLocal(const Value& backend) { return BackendType(backend) == "sqlite_in_memory"; }
 
 std::string DescribeBackend(const Value& backend) {
-  std::string type = backend.GetString("type", "sqlite");
+  std::string type = BackendType(backend);
   if (type == "sqlite") return "sqlite file " + SqlitePath(backend);
   return type;
 }

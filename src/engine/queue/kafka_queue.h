@@ -15,16 +15,17 @@
 
 namespace bizon {
 
+/// Read from `engine.queue` by ReadBrokerQueueConfig (queue_options.h), which holds the defaults.
 struct KafkaQueueConfig {
   std::string bootstrap_servers;
-  std::string topic = "bizon";
-  std::string group_id = "bizon";
-  std::string auto_offset_reset = "earliest";
+  std::string topic;
+  std::string group_id;
+  std::string auto_offset_reset;
   /// The largest Kafka message bizon sends; bigger iterations are cut into frames this size. A
   /// topic bizon creates gets this as its max.message.bytes.
-  int64_t max_message_bytes = 1'000'000;
+  int64_t max_message_bytes = 0;
   /// What the consumer may prefetch from the broker (librdkafka's queued.max.messages.kbytes).
-  int64_t consumer_prefetch_bytes = 64LL * 1024 * 1024;
+  int64_t consumer_prefetch_bytes = 0;
   /// How long a frame may wait for the broker's acknowledgement (broker down, restarting).
   int64_t delivery_timeout_ms = 300'000;
   /// librdkafka settings for the producer and the consumer (queue.client_config, then the SASL

@@ -15,10 +15,11 @@
 
 namespace bizon {
 
+/// Each 0: unbounded. A pipeline's come from its config (ReadQueueLimits, queue_options.h).
 struct QueueLimits {
-  int64_t max_records = 1'000'000;  // max_nb_messages: records, as the original counts them.
-  int64_t max_bytes = 0;            // 0: unbounded.
-  int64_t max_iterations = 0;       // queue.max_size; 0: unbounded.
+  int64_t max_records = 0;     // max_nb_messages: records, as the original counts them.
+  int64_t max_bytes = 0;       // max_bytes.
+  int64_t max_iterations = 0;  // queue.max_size.
 };
 
 class MemoryQueue final : public MessageSink, public MessageSource {

@@ -22,21 +22,22 @@ struct RabbitmqTlsConfig {
   bool verify_hostname = true;     // Check that it names `host`.
 };
 
+/// Read from `engine.queue` by ReadBrokerQueueConfig (queue_options.h), which holds the defaults.
 struct RabbitmqQueueConfig {
   std::string host;
-  int port = 5672;
+  int port = 0;
   std::string queue_name;
   std::string exchange;  // "": the default exchange, routing by queue name.
-  std::string username = "guest";
-  std::string password = "guest";
-  std::string vhost = "/";
+  std::string username;
+  std::string password;
+  std::string vhost;
   /// The largest message bizon publishes; bigger iterations are cut into frames this size.
-  int64_t max_message_bytes = 8LL * 1024 * 1024;
+  int64_t max_message_bytes = 0;
   /// basic.qos prefetch (messages) the consumer starts with. It grows while the unacknowledged
   /// frames hold less than `consumer_prefetch_bytes`, so a destination buffer bigger than the
   /// prefetch still fills instead of waiting for its flush timeout.
-  int prefetch_count = 64;
-  int64_t consumer_prefetch_bytes = 128LL * 1024 * 1024;
+  int prefetch_count = 0;
+  int64_t consumer_prefetch_bytes = 0;
   /// How long the publisher keeps retrying one message while the broker is unreachable.
   int64_t publish_timeout_ms = 300'000;
   RabbitmqTlsConfig tls;

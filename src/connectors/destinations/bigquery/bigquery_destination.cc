@@ -892,6 +892,7 @@ Status RegisterBigqueryDestination(ConnectorRegistry& registry) {
       .supports_reset = true,
       .check_destination_id = CheckBigqueryTableName,
       .check_config = CheckBigqueryConfig,
+      .check_pipeline = CheckStreamTableIds,
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         BIZON_ASSIGN_OR_RETURN(auto destination, BigqueryDestination::Create(context));
         return std::unique_ptr<Destination>(std::move(destination));

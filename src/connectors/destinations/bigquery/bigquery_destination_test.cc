@@ -1,5 +1,5 @@
 // The bigquery destination's rules that need no server: staging names, deterministic job ids,
-// table names, and the partition-field checks of spec 8.1.6.
+// table names, the partition-field checks of spec 8.1.6, and the rule on a streams block.
 #include "connectors/destinations/bigquery/bigquery_destination.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/destination_record.h"
 
 namespace bizon {
@@ -136,6 +137,26 @@ TEST(BigqueryDestinationTest, UnnestPartitioningNeedsATimeColumnInEverySchema) {
             std::string::npos);
   Value not_time = Block("DAY", Value("id"));
   EXPECT_FALSE(ResolveBigqueryPartitioning(&not_time, true, schemas));
+}
+
+TEST(BigqueryDestinationTest, StreamTableIdsMustNameProjectDatasetAndTable) {
+  auto stream = [](std::string table, int line) {
+    Value destination(Value::Map{{"table_id", Value(std::move(table))}});
+    destination.set_mark({.line = line, .column = 5});
+    return Value(Value::Map{{"name", Value("s")}, {"destination", std::move(destination)}});
+  };
+  Value config(Value::Map{{"streams", Value(Value::List{stream("p.d.ok", 3), stream("d.t", 7),
+                                                        stream("a.b.c.d", 9)})}});
+  std::vector<ConfigRuleViolation> violations = CheckStreamTableIds(config);
+  ASSERT_EQ(violations.size(), 2u);
+  EXPECT_EQ(violations[0].path, "streams[1].destination.table_id");
+  EXPECT_EQ(violations[0].message,
+            "table_id must look like 'project.dataset.table', got 'd.t' (2 parts)");
+  EXPECT_EQ(violations[0].mark.line, 7);
+  EXPECT_EQ(violations[1].path, "streams[2].destination.table_id");
+  EXPECT_EQ(violations[1].message,
+            "table_id must look like 'project.dataset.table', got 'a.b.c.d' (4 parts)");
+  EXPECT_TRUE(CheckStreamTableIds(Value::EmptyMap()).empty());
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -215,6 +218,27 @@ FieldSpec BigqueryMaxRowsPerRequestField() {
       .minimum = 1,
       .maximum = 10000,
   };
+}
+
+std::vector<ConfigRuleViolation> CheckStreamTableIds(const Value& config) {
+  std::vector<ConfigRuleViolation> violations;
+  const Value* streams = config.Find("streams");
+  if (streams == nullptr || !streams->is_list()) return violations;
+  for (size_t i = 0; i < streams->AsList().size(); ++i) {
+    const Value* destination = streams->AsList()[i].Find("destination");
+    std::string table = destination != nullptr ? destination->GetString("table_id") : "";
+    if (table.empty()) continue;
+    size_t parts = static_cast<size_t>(std::count(table.begin(), table.end(), '.')) + 1;
+    if (parts != 3) {
+      violations.push_back(
+          {.path = fmt::format("streams[{}].destination.table_id", i),
+           .message =
+               fmt::format("table_id must look like 'project.dataset.table', got '{}' ({} parts)",
+                           table, parts),
+           .mark = destination->mark()});
+    }
+  }
+  return violations;
 }
 
 }  // namespace bizon

@@ -1,5 +1,6 @@
 // Config options shared by the three BigQuery destinations (bigquery, bigquery_streaming,
-// bigquery_streaming_v2), declared once so their specs cannot drift apart.
+// bigquery_streaming_v2), declared once so their specs cannot drift apart, and their rule on a
+// pipeline's `streams:` block.
 #pragma once
 
 #include <vector>
@@ -29,5 +30,9 @@ FieldSpec BigqueryAuthenticationField();
 
 /// `bq_max_rows_per_request`: row cap of one streaming request (streaming destinations).
 FieldSpec BigqueryMaxRowsPerRequestField();
+
+/// The descriptors' check_pipeline: each `streams[].destination.table_id` of the (normalized)
+/// pipeline config must look like `project.dataset.table`, as the original requires.
+std::vector<ConfigRuleViolation> CheckStreamTableIds(const Value& config);
 
 }  // namespace bizon

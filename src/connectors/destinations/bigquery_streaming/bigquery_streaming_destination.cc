@@ -33,6 +33,7 @@ Status RegisterBigqueryStreamingDestination(ConnectorRegistry& registry) {
       .config = {.fields = BigqueryStreamingFields(), .unknown_keys = UnknownKeys::kError},
       // No staging table: a full refresh appends too, so a reset would duplicate the table.
       .supports_reset = false,
+      .check_pipeline = CheckStreamTableIds,
       .factory = nullptr,
   });
 }

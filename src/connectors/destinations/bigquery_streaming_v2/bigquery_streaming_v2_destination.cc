@@ -33,6 +33,7 @@ Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry) {
       .alias = "bigquery",
       .config = {.fields = BigqueryStreamingV2Fields(), .unknown_keys = UnknownKeys::kError},
       .supports_reset = true,
+      .check_pipeline = CheckStreamTableIds,
       .factory = nullptr,
   });
 }

@@ -1004,6 +1004,7 @@ Status RegisterKafkaSource(ConnectorRegistry& registry) {
               .fields = kafka::KafkaSourceFields(),
               .unknown_keys = UnknownKeys::kWarn,
           },
+      .normalize_config = kafka::TopicsFromStreams,
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
         BIZON_ASSIGN_OR_RETURN(kafka::KafkaSourceOptions options, kafka::ReadKafkaOptions(context));
         return std::make_unique<kafka::KafkaSource>(std::move(options));

@@ -87,6 +87,12 @@ std::string StaticMemberId(std::string_view pipeline, std::string_view host,
 /// The declared options of the kafka source (its config spec).
 std::vector<FieldSpec> KafkaSourceFields();
 
+/// Before validation (the descriptor's normalize_config): each `streams:` entry's `source.topic`
+/// is routed to its `destination.table_id`. An empty `topics` list is filled from the streams,
+/// and a topic listed in both takes the stream's table (the streams block wins, as in the
+/// original). `config` is the whole raw pipeline config.
+void TopicsFromStreams(Value& config);
+
 class KafkaSource final : public Source {
  public:
   explicit KafkaSource(KafkaSourceOptions options);

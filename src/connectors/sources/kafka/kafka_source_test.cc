@@ -162,5 +162,32 @@ TEST(KafkaSourceTest, RejectsUnknownClientSettings) {
   EXPECT_NE(created.message().find("librdkafka rejects no.such.setting"), std::string::npos);
 }
 
+TEST(KafkaTopicsFromStreamsTest, StreamsFillEmptyTopicsAndWinOverListedOnes) {
+  auto config = [](Value topics) {
+    Value stream_users(
+        Value::Map{{"name", Value("users")},
+                   {"source", Value(Value::Map{{"topic", Value("t.users")}})},
+                   {"destination", Value(Value::Map{{"table_id", Value("p.d.users")}})}});
+    Value stream_untopiced(
+        Value::Map{{"name", Value("other")},
+                   {"destination", Value(Value::Map{{"table_id", Value("p.d.other")}})}});
+    return Value(Value::Map{
+        {"source", Value(Value::Map{{"name", Value("kafka")}, {"topics", std::move(topics)}})},
+        {"streams", Value(Value::List{std::move(stream_users), std::move(stream_untopiced)})}});
+  };
+  Value empty = config(Value::EmptyList());
+  TopicsFromStreams(empty);
+  EXPECT_EQ(empty.FindPath("source.topics")->ToJson(),
+            R"([{"name":"t.users","destination_id":"p.d.users"}])");
+
+  Value listed = config(Value(Value::List{
+      Value(Value::Map{{"name", Value("t.users")}, {"destination_id", Value("mine")}}),
+      Value(Value::Map{{"name", Value("t.other")}, {"destination_id", Value("kept")}})}));
+  TopicsFromStreams(listed);
+  EXPECT_EQ(listed.FindPath("source.topics")->ToJson(),
+            R"([{"name":"t.users","destination_id":"p.d.users"},)"
+            R"({"name":"t.other","destination_id":"kept"}])");
+}
+
 }  // namespace
 }  // namespace bizon::kafka

@@ -1,5 +1,5 @@
 // The declared options of the kafka source: validation, defaults, help and the reference docs
-// all come from this list.
+// all come from this list; and what it takes from a `streams:` block before validation.
 #include <vector>
 
 #include "bizon/config_spec.h"
@@ -155,6 +155,38 @@ std::vector<FieldSpec> KafkaSourceFields() {
        .enum_values = {"avro", "utf-8"}},
       KafkaAuthenticationField(),
   };
+}
+
+void TopicsFromStreams(Value& config) {
+  Value* source = config.Find("source");
+  const Value* streams = config.Find("streams");
+  if (source == nullptr || !source->is_map() || streams == nullptr || !streams->is_list()) return;
+  Value::List routes;
+  for (const Value& stream : streams->AsList()) {
+    const Value* topic = stream.FindPath("source.topic");
+    const Value* table = stream.FindPath("destination.table_id");
+    if (topic == nullptr || !topic->is_string() || topic->AsString().empty() || table == nullptr ||
+        !table->is_string()) {
+      continue;
+    }
+    Value route(Value::Map{{"name", *topic}, {"destination_id", *table}});
+    route.set_mark(stream.mark());
+    routes.push_back(std::move(route));
+  }
+  if (routes.empty()) return;
+  Value* topics = source->Find("topics");
+  if (topics == nullptr || topics->is_null() || (topics->is_list() && topics->AsList().empty())) {
+    source->Set("topics", Value(std::move(routes)));
+    return;
+  }
+  if (!topics->is_list()) return;  // Validation reports the wrong type.
+  for (Value& topic : topics->AsList()) {
+    for (const Value& route : routes) {
+      if (topic.is_map() && topic.GetString("name") == route.GetString("name")) {
+        topic.Set("destination_id", *route.Find("destination_id"));
+      }
+    }
+  }
 }
 
 }  // namespace bizon::kafka
