@@ -6,20 +6,9 @@ from __future__ import annotations
 import os
 import socket
 
-from test_engine_support import (
-    State,
-    dummy,
-    file_destination,
-    generator,
-    ids_in,
-    line_count,
-    parse_sql_time,
-    pipeline,
-    read_result,
-    spawn,
-    wait_for,
-    window_start_for,
-)
+from support.pipelines import dummy, file_destination, generator, pipeline, window_start_for
+from support.processes import spawn, wait_for
+from support.results import State, ids_in, line_count, parse_sql_time, read_result
 
 
 def test_source_failure_never_publishes_a_partial_full_refresh(bizon):
