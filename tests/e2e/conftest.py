@@ -3,16 +3,20 @@
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.paths import FAKES, bizon_binary
+
+# The fake servers (tests/fakes) are imported by name, as the tests' own modules are.
+sys.path.insert(0, str(FAKES))
 
 
 @pytest.fixture(scope="session")
 def bizon_bin() -> Path:
-    path = Path(os.environ.get("BIZON_BIN", ROOT / "build" / "dev" / "bizon")).resolve()
+    path = bizon_binary()
     if not path.exists():
         pytest.fail(f"bizon binary not found at {path}; build it with scripts/build.sh dev")
     return path
@@ -62,9 +66,6 @@ def bizon(bizon_bin, tmp_path) -> Bizon:
 def oauth():
     """The fake Google token endpoint (tests/fakes/fake_google_oauth.py), for the suites that
     talk to Google APIs; it must have seen no request off the documented protocol."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tests" / "fakes"))
     from fake_google_oauth import FakeGoogleOAuth
 
     server = FakeGoogleOAuth().start()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from test_servers_support import run_servers, skip_or_fail
+from support.servers import run_servers, skip_or_fail
 
 ENV_NAMES = ("BIGQUERY_EMULATOR_HOST", "BIGQUERY_STORAGE_EMULATOR_HOST", "BIZON_BIGQUERY_PROJECT",
              "STORAGE_EMULATOR_HOST", "BIZON_GCS_BUCKET")

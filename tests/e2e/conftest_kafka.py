@@ -26,18 +26,14 @@ import json
 import os
 import shutil
 import struct
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "fakes"))
-
-from schema_registry import FakeSchemaRegistry  # noqa: E402
-from test_servers_support import import_or_skip, run_servers, skip_or_fail  # noqa: E402
+from schema_registry import FakeSchemaRegistry
+from support.servers import import_or_skip, run_servers, skip_or_fail
 
 confluent_kafka = import_or_skip("confluent_kafka")
 fastavro = import_or_skip("fastavro")

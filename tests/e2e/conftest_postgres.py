@@ -23,12 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
+from support.pipelines import pipeline
+from support.servers import run_servers, skip_or_fail
 
-from test_servers_support import skip_or_fail
-
-ROOT = Path(__file__).resolve().parents[2]
-SERVERS = ROOT / "scripts" / "test-servers.sh"
 ENV_NAMES = ("BIZON_PG_HOST", "BIZON_PG_PORT", "BIZON_PG_USER", "BIZON_PG_PASSWORD",
              "BIZON_PG_DATABASE")
 
@@ -67,18 +64,10 @@ def postgres() -> Server:
     if _psql() is None or not list(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")):
         skip_or_fail("PostgreSQL is not installed (apt-get install postgresql); "
                     "scripts/install-deps.sh --with-test-servers installs it")
-    started = subprocess.run([str(SERVERS), "start", "postgres"], capture_output=True,
-                             text=True, timeout=180)
-    if started.returncode != 0:
-        pytest.fail(f"scripts/test-servers.sh start postgres failed:\n{started.stderr}")
-    env = {}
-    for line in started.stdout.splitlines():
-        if line.startswith("export ") and "=" in line:
-            name, _, value = line[len("export "):].partition("=")
-            env[name] = value
+    env = run_servers("start", "postgres", timeout=180)
     server = _server_from_env(env)
     if server is None:
-        pytest.fail(f"scripts/test-servers.sh printed no connection settings:\n{started.stdout}")
+        pytest.fail(f"scripts/test-servers.sh printed no connection settings: {env}")
     os.environ.update(env)  # For the bizon processes the tests start.
     return server
 
@@ -174,15 +163,11 @@ def postgres_pipeline(pg: Postgres, name: str, source: dict, destination: dict |
                       engine: dict | None = None, **root) -> str:
     """YAML of a pipeline whose backend and destination are this test's PostgreSQL schemas."""
     engine = {**(engine or {}), "backend": pg.backend()}
-    config = {"name": name, "source": source, "destination": destination or pg.destination(),
-              "engine": engine}
-    config.update(root)
-    return yaml.safe_dump(config, sort_keys=False)
+    return pipeline(name, source, destination or pg.destination(), engine=engine, **root)
 
 
 def _servers(command: str) -> None:
-    subprocess.run([str(SERVERS), command, "postgres"], check=True, capture_output=True,
-                   timeout=120)
+    run_servers(command, "postgres", timeout=120)
 
 
 def restart_postgres() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from test_servers_support import import_or_skip, run_servers, skip_or_fail
+from support.servers import import_or_skip, run_servers, skip_or_fail
 
 pika = import_or_skip("pika")
 

@@ -5,18 +5,15 @@ post re-entering the alert sink, one sink per listed level) is not reproduced.""
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
-from test_engine_support import State
-from test_python_support import DUMMY_SOURCE, needs_transforms
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from fake_slack import TOKEN, FakeSlack  # noqa: E402
+from fake_slack import TOKEN, FakeSlack
+from support.pipelines import dummy, file_destination, generator, pipeline, runner
+from support.python import needs_transforms
+from support.processes import spawn
+from support.results import State
 
 RAISING = [{"label": "boom", "python": "if data['name'] == 'froggy':\n    raise ValueError('no frogs')"}]
 #: The exit flush's bound (SlackAlerterOptions::flush_s) and some room for a loaded machine.
@@ -33,17 +30,13 @@ def slack():
 
 
 def config(name: str, webhook: str, transforms=None, levels=("ERROR",), **engine) -> str:
-    document = {
-        "name": name,
-        "source": DUMMY_SOURCE,
-        "destination": {"name": "file", "config": {"destination_id": "out"}},
-        "alerting": {"type": "slack", "log_levels": list(levels), "config": {"webhook_url": webhook}},
-    }
+    root = {"alerting": {"type": "slack", "log_levels": list(levels),
+                         "config": {"webhook_url": webhook}}}
     if transforms:
-        document["transforms"] = transforms
+        root["transforms"] = transforms
     if engine:
-        document["engine"] = {"runner": engine}
-    return yaml.safe_dump(document, sort_keys=False)
+        root["engine"] = {"runner": engine}
+    return pipeline(name, dummy(), **root)
 
 
 def timed_run(bizon, path, *args):
@@ -136,9 +129,8 @@ def run_outcome_is_intact(bizon, result, expect_success: bool):
 @pytest.mark.parametrize("fault", ["hang", "500"])
 def test_a_broken_webhook_costs_at_most_the_exit_flush(bizon, slack, fault):
     # Baseline: the same failing run with nothing to post to.
-    baseline_path = bizon.write("baseline.yml", yaml.safe_dump({
-        "name": "boom", "source": DUMMY_SOURCE, "transforms": RAISING,
-        "destination": {"name": "file", "config": {"destination_id": "baseline"}}}))
+    baseline_path = bizon.write("baseline.yml", pipeline(
+        "boom", dummy(), file_destination("baseline"), transforms=RAISING))
     _, baseline = timed_run(bizon, baseline_path)
     (bizon.cwd / "bizon.sqlite3").unlink()
 
@@ -224,17 +216,10 @@ def test_the_fake_refuses_what_slack_refuses(slack):
 def test_a_stopped_stream_run_posts_its_last_records_before_exit(bizon, slack):
     # A stream run ends on SIGTERM; the records logged while it stops are posted by the exit
     # flush, not lost with the process.
-    from test_engine_support import generator, spawn
-
-    document = {
-        "name": "endless",
-        "source": generator("stream", count=10_000_000, page_size=10, sleep=0.05),
-        "destination": {"name": "file", "config": {"destination_id": "out"}},
-        "engine": {"runner": {"type": "stream"}},
-        "alerting": {"type": "slack", "log_levels": ["INFO"],
-                     "config": {"webhook_url": slack.webhook_url}},
-    }
-    path = bizon.write("p.yml", yaml.safe_dump(document, sort_keys=False))
+    source = generator("stream", count=10_000_000, page_size=10, sleep=0.05)
+    alerting = {"type": "slack", "log_levels": ["INFO"], "config": {"webhook_url": slack.webhook_url}}
+    path = bizon.write("p.yml", pipeline("endless", source, engine=runner("stream"),
+                                         alerting=alerting))
     process = spawn(bizon, "run", path)
     deadline = time.monotonic() + 30
     while not slack.texts() and time.monotonic() < deadline:

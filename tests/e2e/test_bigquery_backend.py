@@ -11,12 +11,14 @@ import os
 import random
 import subprocess
 import uuid
-from collections import Counter
 
 import pytest
 
 from conftest_google import google_emulators  # noqa: F401 (fixture)
-from test_engine_support import file_destination, generator, ids_in, kill, pipeline, spawn, wait_for
+from support.exactly_once import assert_exactly_once, assert_ids_exactly_once
+from support.pipelines import file_destination, generator, pipeline
+from support.processes import kill, spawn, wait_for
+from support.results import ids_in
 
 
 def backend(emulators, dataset: str, **config) -> dict:
@@ -92,9 +94,7 @@ def test_a_killed_run_resumes_from_the_state_in_bigquery(bizon, google_emulators
     assert (job["id"], job["status"]) == (interrupted["id"], "succeeded")
     after = cursors(google_emulators, dataset)
     assert after[: len(committed)] == committed
-    ids = ids_in(bizon.read_ndjson("out.json"))
-    duplicated = [i for i, n in Counter(ids).items() if n > 1]
-    assert not duplicated and sorted(ids) == list(range(count))
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
 
 
 def test_repeated_kills_at_random_points_lose_and_duplicate_nothing(bizon, google_emulators,
@@ -132,10 +132,8 @@ def test_repeated_kills_at_random_points_lose_and_duplicate_nothing(bizon, googl
     assert {job["status"] for job in all_jobs} <= {"succeeded", "started"}, all_jobs
     started = {job["id"] for job in all_jobs if job["status"] == "started"}
     assert not [c for c in cursors(google_emulators, dataset) if c["job_id"] in started]
-    ids = ids_in(bizon.read_ndjson("out.json"))
-    duplicated = [i for i, n in Counter(ids).items() if n > 1]
-    assert not duplicated, f"{len(duplicated)} duplicated (seed {seed})"
-    assert sorted(ids) == list(range(count)), f"lost records (seed {seed})"
+    assert_exactly_once(ids_in(bizon.read_ndjson("out.json")), range(count),
+                        what=f"records (seed {seed})")
 
 
 def _cursor_count(emulators, dataset: str) -> int:

@@ -9,22 +9,17 @@ Under CI=true a missing emulator fails these tests (conftest_google's fixture)."
 from __future__ import annotations
 
 import json
-import sys
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest_google import GoogleApiError, google_emulators  # noqa: F401 (fixture)
-from test_engine_support import dummy, generator, parse_sql_time, pipeline, runner, State
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_hubspot import FakeHubSpot  # noqa: E402
-from harness import load_example  # noqa: E402
+from fake_hubspot import FakeHubSpot
+from support.pipelines import dummy, generator, load_example, pipeline, runner
+from support.results import State, parse_sql_time
 
 INTERVAL_MS = 1
 

@@ -16,8 +16,10 @@ import uuid
 import pytest
 
 from conftest_google import GoogleApiError, google_emulators  # noqa: F401 (fixture)
-from test_engine_support import State, generator, pipeline, runner
-from test_kill_resume import assert_exactly_once, run_until_complete
+from support.exactly_once import assert_ids_exactly_once
+from support.pipelines import generator, pipeline, runner
+from support.processes import run_until_complete
+from support.results import State
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261203"))
 
@@ -66,7 +68,7 @@ def test_stream_into_bigquery_killed_and_resumed_loses_and_duplicates_nothing(
     dest = destination(google_emulators, dataset, destination_id="live", buffer_size=0)
     config = bizon.write("p.yml", pipeline("bq-kill-stream", source, dest, engine=runner("stream")))
     kills = run_until_complete(bizon, config, rng, kills=22, delays=(0.2, 1.2))
-    assert_exactly_once(table_ids(google_emulators, dataset, "live"), count)
+    assert_ids_exactly_once(table_ids(google_emulators, dataset, "live"), count)
     emit(capsys, "stream", kills, f"{count} records checked", started)
     assert kills >= 20
 
@@ -86,7 +88,7 @@ def test_incremental_into_bigquery_killed_and_resumed_loses_and_duplicates_nothi
 
     kills = run_until_complete(bizon, config, rng, kills=20, delays=(0.2, 1.5),
                                after_kill=staged_rows_never_published_early)
-    assert_exactly_once(table_ids(google_emulators, dataset, "events"), count)
+    assert_ids_exactly_once(table_ids(google_emulators, dataset, "events"), count)
     emit(capsys, "incremental", kills, f"{count} records checked", started)
     assert kills >= 20
 
@@ -104,7 +106,7 @@ def test_killed_full_refresh_into_bigquery_never_shows_a_partial_table(
         nonlocal checks
         ids = table_ids(google_emulators, dataset, "snapshot")
         if ids is not None:
-            assert_exactly_once(ids, count)
+            assert_ids_exactly_once(ids, count)
         checks += 1
 
     kills = 0
@@ -112,7 +114,7 @@ def test_killed_full_refresh_into_bigquery_never_shows_a_partial_table(
         kills += run_until_complete(bizon, config, rng, kills=6, delays=(0.2, 2.0),
                                     after_kill=absent_or_complete)
         absent_or_complete()
-    assert_exactly_once(table_ids(google_emulators, dataset, "snapshot"), count)
+    assert_ids_exactly_once(table_ids(google_emulators, dataset, "snapshot"), count)
     # The staged files of killed jobs were swept by the runs that dropped their staging tables.
     jobs = [job["id"] for job in State(bizon.cwd).jobs()]
     left = [name for job in jobs

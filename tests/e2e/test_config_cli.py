@@ -2,18 +2,15 @@
 commands, through the real binary."""
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(__file__).resolve().parent / "data"
-# The project's configs in the shapes of the original's examples (see that folder's README).
-SHAPES = DATA / "original_shapes"
+from support.paths import DATA, EXAMPLES, ROOT, SHAPES
+from support.pipelines import quickstart_text
 
-QUICKSTART = (ROOT / "examples" / "quickstart.yml").read_text()
+QUICKSTART = quickstart_text()
 
 SEED_FORMS = [
     "seed_hubspot_annotated.yml",
@@ -224,7 +221,7 @@ def valid_example_files():
         "pokeapi_to_logger.yml",
         "sana_ai_to_file.yml",
     ]
-    return [SHAPES / n for n in names] + [DATA / n for n in SEED_FORMS] + [ROOT / "examples" / "quickstart.yml"]
+    return [SHAPES / n for n in names] + [DATA / n for n in SEED_FORMS] + [EXAMPLES / "quickstart.yml"]
 
 
 @pytest.mark.parametrize("path", valid_example_files(), ids=lambda p: p.name)

@@ -7,14 +7,12 @@ import time
 
 import yaml
 
-from test_engine_support import DUMMY_AUTH, read_result
-from test_python_support import DATA, needs_custom_source
+from support.paths import PYTHON_DATA
+from support.pipelines import quickstart_text
+from support.python import needs_custom_source
+from support.results import read_result
 
-QUICKSTART = yaml.safe_dump({
-    "name": "hardening",
-    "source": {"name": "dummy", "stream": "creatures", "authentication": DUMMY_AUTH},
-    "destination": {"name": "logger", "config": {"dummy": "dummy"}},
-}, sort_keys=False)
+QUICKSTART = quickstart_text()
 
 
 def alias_bomb(levels: int = 12) -> str:
@@ -55,7 +53,8 @@ def test_reset_false_is_not_a_deprecation_warning(bizon):
     config = bizon.write("p.yml", text.replace("reset: false", "reset: true"))
     result = bizon.run("config", "validate", config, "--strict")
     assert result.returncode == 1
-    assert f"{config}:5: source.reset: deprecated" in result.stderr
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "reset: false" in l)
+    assert f"{config}:{line}: source.reset: deprecated" in result.stderr
 
 
 def test_monitoring_and_alerting_blocks_draw_no_unbuilt_warning(bizon):
@@ -115,7 +114,7 @@ def test_record_schema_of_a_stream_reaches_the_unnesting_destination(bizon):
         "engine": {"runner": {"type": "stream"}},
     }
     path = bizon.write("p.yml", yaml.safe_dump(config, sort_keys=False))
-    result = bizon.run("run", path, "--custom-source", DATA / "routed_source.py",
+    result = bizon.run("run", path, "--custom-source", PYTHON_DATA / "routed_source.py",
                        "--result-json", "r.json")
     assert result.returncode == 0, result.stderr
     assert bizon.read_ndjson("shop.crm.users.json") == [

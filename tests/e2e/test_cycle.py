@@ -5,18 +5,15 @@ the failures: a refused token, an unknown product, rate limiting and a malformed
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_cycle import RATE_LIMITED, SLUG, TOKEN, FakeCycle, customer_id  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import (  # noqa: E402
-    file_destination, load_example, pipeline, read_result, retry_lines, run, source_data, waits)
+from fake_cycle import RATE_LIMITED, SLUG, TOKEN, FakeCycle, customer_id
+from fake_server import Fault
+from support.http_sources import retry_lines, run, waits
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result, source_data
 
 
 @pytest.fixture
@@ -74,7 +71,7 @@ def test_full_refresh_writes_every_customer_exactly(bizon, cycle):
     assert [row["source_record_id"] for row in rows] == [c["id"] for c in cycle.customers()]
     assert source_data(rows) == cycle.customers()
     assert source_data(rows)[2]["company"] is None  # A customer without a company stays null.
-    assert read_result(bizon)["status"] == "success"
+    assert read_result(bizon.cwd / "result.json")["status"] == "success"
     assert_every_request_is_the_documented_post(cycle)
 
 
@@ -114,7 +111,7 @@ def test_a_refused_token_fails_clearly_without_showing_it(bizon, cycle):
     wrong = "cycle_wrong_token_do_not_print_9c3e"
     block = source(cycle, authentication={"type": "api_key", "params": {"token": wrong}})
     result = run(bizon, pipeline("cycle", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "the Cycle API refused the customers query" in outcome["error"]
     assert "UNAUTHORIZED: Unauthorized" in outcome["error"]
@@ -126,7 +123,7 @@ def test_a_refused_token_fails_clearly_without_showing_it(bizon, cycle):
 
 def test_an_unknown_product_names_the_slug(bizon, cycle):
     run(bizon, pipeline("cycle", source(cycle, slug="no-such-product")), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "CANT_SEE_PRODUCT" in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -145,7 +142,7 @@ def test_rate_limited_for_good_fails_with_the_last_response(bizon, cycle):
     cycle.inject("/graphql", RATE_LIMITED, times=None)
     block = source(cycle, http={"retries": {"total": 2}})
     run(bizon, pipeline("cycle", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "after 3 attempts" in outcome["error"]
     assert "returned 429" in outcome["error"]
@@ -159,7 +156,7 @@ def test_rate_limited_for_good_fails_with_the_last_response(bizon, cycle):
 def test_a_malformed_page_fails_the_run_and_publishes_nothing(bizon, cycle, fault):
     cycle.inject("/graphql", fault, when=lambda r: "where" in r.json["query"])
     run(bizon, pipeline("cycle", source(cycle)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "POST http://127.0.0.1" in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -168,7 +165,7 @@ def test_a_malformed_page_fails_the_run_and_publishes_nothing(bizon, cycle, faul
 def test_incremental_is_refused_as_the_stream_has_none(bizon, cycle):
     result = run(bizon, pipeline("cycle", source(cycle, sync_mode="incremental")), check=1)
     assert "does not support incremental" in result.stderr
-    assert read_result(bizon)["failure_class"] == "config"
+    assert read_result(bizon.cwd / "result.json")["failure_class"] == "config"
     assert cycle.requests == []
 
 

@@ -18,8 +18,9 @@ import yaml
 
 from conftest_google import google_emulators  # noqa: F401 (fixture)
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401 (fixtures)
-from test_engine_support import read_result
-from test_python_support import needs_custom_source
+from support.pipelines import dummy
+from support.python import needs_custom_source
+from support.results import read_result
 
 # Text that is harmless as a name, however it looks: each must name its own file or table.
 ACCEPTED = ['quote"double', "quote'single", "semi;colon", "x; DROP TABLE x; --", "données_日本",
@@ -90,11 +91,6 @@ def shown(destination_id: str) -> str:
         else:
             out.append(c)
     return "'" + "".join(out) + "'"
-
-
-def dummy_source() -> dict:
-    return {"name": "dummy", "stream": "creatures",
-            "authentication": {"type": "api_key", "params": {"token": "dummy_key"}}}
 
 
 def hostile_source(bizon, routes: list) -> dict:
@@ -169,7 +165,7 @@ def assert_routed_refusal_fails_the_run(bizon, text: str, refused: str):
 @pytest.mark.parametrize("destination_id", FILE_ACCEPTED)
 def test_file_static_id_writes_exactly_its_own_file(bizon, destination_id):
     (bizon.cwd / "sub").mkdir()
-    config = bizon.write("p.yml", dump({"name": "f", "source": dummy_source(), "destination": {
+    config = bizon.write("p.yml", dump({"name": "f", "source": dummy(), "destination": {
         "name": "file", "config": {"destination_id": destination_id}}}))
     bizon.run("config", "validate", config, check=0)
     bizon.run("run", config, check=0)
@@ -184,7 +180,7 @@ def test_file_static_id_leaving_its_directory_is_a_config_error(bizon, destinati
     outside = bizon.cwd.parent / f"escaped-{uuid.uuid4().hex}"
     if destination_id == "ABSOLUTE":
         destination_id = str(outside)
-    text = dump({"name": "f", "source": dummy_source(), "destination": {
+    text = dump({"name": "f", "source": dummy(), "destination": {
         "name": "file", "config": {"destination_id": destination_id}}})
     assert_refused_by_validate_and_run(bizon, text, "destination.config.destination_id",
                                        destination_id)
@@ -267,7 +263,7 @@ def test_postgres_static_hostile_id_is_one_quoted_table(bizon, pg, key):
     destination = pg.destination("unused")
     destination["config"].pop("destination_id")
     destination["config"][key] = table
-    config = bizon.write("p.yml", postgres_pipeline(pg, "pf", dummy_source(), destination))
+    config = bizon.write("p.yml", postgres_pipeline(pg, "pf", dummy(), destination))
     bizon.run("config", "validate", config, check=0)
     bizon.run("run", config, check=0)
     bizon.run("run", config, check=0)  # A second full refresh swaps the table again.
@@ -282,7 +278,7 @@ def test_postgres_static_id_that_cannot_be_a_table_is_a_config_error(bizon, pg, 
     destination = pg.destination("unused")
     destination["config"].pop("destination_id")
     destination["config"][key] = table
-    text = postgres_pipeline(pg, "pf", dummy_source(), destination)
+    text = postgres_pipeline(pg, "pf", dummy(), destination)
     result = assert_refused_by_validate_and_run(bizon, text, f"destination.config.{key}", table,
                                                 key)
     if table == LONG:
@@ -292,7 +288,7 @@ def test_postgres_static_id_that_cannot_be_a_table_is_a_config_error(bizon, pg, 
 
 def test_postgres_long_id_is_accepted_where_its_table_fits(bizon, pg):
     # Stream mode writes in place: 59 bytes fit; only the full refresh's staging suffix did not.
-    source = {**dummy_source(), "sync_mode": "stream"}
+    source = {**dummy(), "sync_mode": "stream"}
     config = bizon.write("p.yml", postgres_pipeline(pg, "ps", source, pg.destination(LONG)))
     bizon.run("config", "validate", config, check=0)
 
@@ -368,7 +364,7 @@ def bq_rows(emulators, dataset: str, table: str) -> list[tuple[str, dict]]:
 @pytest.mark.parametrize("destination_id", BIGQUERY_REFUSED + CONTROL)
 def test_bigquery_static_id_outside_its_character_set_is_a_config_error(
         bizon, google_emulators, bq_dataset, destination_id):
-    text = bigquery_pipeline(google_emulators, bq_dataset, dummy_source(), destination_id)
+    text = bigquery_pipeline(google_emulators, bq_dataset, dummy(), destination_id)
     assert_refused_by_validate_and_run(bizon, text, "destination.config.destination_id",
                                        destination_id)
     assert bq_tables(google_emulators, bq_dataset) == set()
@@ -411,7 +407,7 @@ def test_bigquery_refused_routed_id_fails_the_run_and_publishes_nothing(
 
 
 def test_logger_static_hostile_id_does_not_touch_the_log(bizon):
-    config = bizon.write("p.yml", dump({"name": "l", "source": dummy_source(), "destination": {
+    config = bizon.write("p.yml", dump({"name": "l", "source": dummy(), "destination": {
         "name": "logger", "config": {"destination_id": "x; DROP TABLE x; --\nforged"}}}))
     bizon.run("config", "validate", config, check=0)
     result = bizon.run("run", config, check=0)
@@ -468,7 +464,7 @@ def test_kafka_topic_route_leaving_the_directory_is_a_config_error(bizon):
 
 
 def test_streams_block_table_id_is_checked_by_the_destination(bizon, pg):
-    source = {**dummy_source(), "sync_mode": "stream"}
+    source = {**dummy(), "sync_mode": "stream"}
     streams = [{"name": "s", "source": {"topic": "t"},
                 "destination": {"table_id": "p.d." + "t" * 62}}]
     text = postgres_pipeline(pg, "st", source, streams=streams)

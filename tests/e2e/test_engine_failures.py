@@ -7,18 +7,9 @@ import re
 
 import pytest
 
-from test_engine_support import (
-    STATUS_TEXT,
-    State,
-    file_destination,
-    generator,
-    ids_in,
-    pipeline,
-    read_result,
-    runner,
-    spawn,
-    wait_for,
-)
+from support.pipelines import file_destination, generator, pipeline, runner
+from support.processes import spawn, wait_for
+from support.results import STATUS_TEXT, State, ids_in, read_result
 
 RESULT_KEYS = [
     "status",

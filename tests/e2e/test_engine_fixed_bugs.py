@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import datetime, timedelta, timezone
 
-from test_engine_support import (
-    State,
-    dummy,
-    file_destination,
-    generator,
-    ids_in,
-    line_count,
-    parse_sql_time,
-    pipeline,
-    read_result,
-    spawn,
-    wait_for,
-    window_start_for,
-)
+from support.pipelines import dummy, file_destination, generator, pipeline, window_start_for
+from support.processes import spawn, wait_for
+from support.results import State, ids_in, line_count, parse_sql_time, read_result
 
 
 def test_source_failure_never_publishes_a_partial_full_refresh(bizon):
@@ -55,6 +45,10 @@ def test_source_failure_never_advances_the_incremental_watermark(bizon):
     [first] = state.jobs()
     # 100 new records, all updated after the first run, all in the next window.
     start = window_start_for(50, parse_sql_time(first["created_at"]))
+    # The next window ends when its run starts: the newest record (99.5 ms after the first run
+    # started) must be in the past by then, however fast the first run was.
+    newest = parse_sql_time(first["created_at"]) + timedelta(milliseconds=100)
+    wait_for(lambda: datetime.now(timezone.utc) > newest, what="the newest record's time")
     bizon.run("run", config(150, start, fail_at=5), check=1)
     failed = state.jobs()[-1]
     assert failed["status"] == "running"

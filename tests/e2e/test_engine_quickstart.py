@@ -5,24 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from test_engine_support import CREATURES, RECORD_FIELDS, dummy, pipeline, read_result
-
-QUICKSTART = """\
-name: demo-creatures-pipeline
-
-source:
-  name: dummy
-  stream: creatures
-  authentication:
-    type: api_key
-    params:
-      token: dummy_key
-
-destination:
-  name: logger
-  config:
-    dummy: dummy
-"""
+from support.pipelines import CREATURES, RECORD_FIELDS, dummy, pipeline, quickstart_text
+from support.results import read_result
 
 # destinations-file--file.example.yml with its placeholder source filled in.
 FILE_EXAMPLE = """\
@@ -59,7 +43,7 @@ def logged_records(stderr: str, mode: str) -> list[dict]:
 
 
 def test_quickstart_logs_the_five_creatures(bizon):
-    config = bizon.write("config.yml", QUICKSTART)
+    config = bizon.write("config.yml", quickstart_text())
     result = bizon.run("run", config, "--result-json", "result.json", check=0)
 
     assert "Pipeline finished successfully." in result.stdout
@@ -73,7 +57,7 @@ def test_quickstart_logs_the_five_creatures(bizon):
 
 
 def test_quickstart_plants_stream(bizon):
-    config = bizon.write("config.yml", QUICKSTART.replace("creatures", "plants"))
+    config = bizon.write("config.yml", quickstart_text().replace("creatures", "plants"))
     result = bizon.run("run", config, check=0)
     names = [record["name"] for record in logged_records(result.stderr, "full_refresh")]
     assert names == ["tree", "flower", "cactus", "bamboo", "rose"]

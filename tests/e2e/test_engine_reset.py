@@ -9,18 +9,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from test_engine_support import (
-    State,
-    file_destination,
-    generator,
-    ids_in,
-    line_count,
-    pipeline,
-    spawn,
-    wait_for,
-)
+from support.pipelines import file_destination, generator, pipeline
+from support.processes import spawn, wait_for
+from support.results import State, ids_in, line_count
 
 DRIFT = json.dumps({"source_record_id": "drift"})
 

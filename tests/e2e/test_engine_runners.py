@@ -7,21 +7,9 @@ import time
 
 import pytest
 
-from test_engine_support import (
-    STATUS_TEXT,
-    State,
-    alive,
-    children_of,
-    file_destination,
-    generator,
-    ids_in,
-    line_count,
-    pipeline,
-    read_result,
-    runner,
-    spawn,
-    wait_for,
-)
+from support.pipelines import file_destination, generator, pipeline, runner
+from support.processes import alive, children_of, spawn, wait_for
+from support.results import STATUS_TEXT, State, ids_in, line_count, read_result
 
 
 def sides(outcome: dict) -> tuple:

@@ -6,22 +6,16 @@ import json
 import time
 from datetime import datetime, timedelta, timezone
 
-from test_engine_support import (
+from support.pipelines import dummy, file_destination, generator, pipeline, runner, window_start_for
+from support.processes import spawn, wait_for
+from support.results import (
     State,
-    dummy,
-    file_destination,
-    generator,
     ids_in,
     line_count,
     parse_iso,
     parse_sql_time,
-    payloads,
-    pipeline,
     read_result,
-    runner,
-    spawn,
-    wait_for,
-    window_start_for,
+    source_data,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -113,7 +107,7 @@ def test_incremental_first_run_reads_everything_then_windows_tile(bizon):
         expected = [i for i in range(count) if last_run < start_of(source) + i * interval <= run_started]
         assert expected, "the run window should hold some records"
         assert ids_in(appended) == expected
-        for record in payloads(appended):
+        for record in source_data(appended):
             assert last_run < parse_iso(record["updated_at"]) <= run_started
         assert not (bizon.cwd / "out_incremental.json").exists()
 

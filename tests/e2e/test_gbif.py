@@ -4,17 +4,15 @@ original's example config with a base URL override, the page and record caps, re
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_gbif import FakeGbif, occurrence  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import file_destination, load_example, pipeline, read_result, run  # noqa: E402
+from fake_gbif import FakeGbif, occurrence
+from fake_server import Fault
+from support.http_sources import run
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result
 
 
 @pytest.fixture
@@ -86,7 +84,7 @@ def test_a_failing_page_fails_the_run_and_publishes_nothing(bizon, gbif):
                 times=None, when=lambda request: request.param("offset") == "300")
     run(bizon, pipeline("gbif", source(gbif, max_records=900, http={"retries": {"total": 1}})),
         check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "returned 502 Bad Gateway" in outcome["error"]
     assert "<html>Bad gateway</html>" in outcome["error"]

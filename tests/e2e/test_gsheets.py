@@ -6,18 +6,16 @@ names, empty cells, duplicate headers, rate limiting, refused credentials and ma
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_google_oauth import rsa_key  # noqa: E402
-from fake_gsheets import FakeGsheets  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import load_example, pipeline, read_result, run, source_data  # noqa: E402
+from fake_google_oauth import rsa_key
+from fake_gsheets import FakeGsheets
+from fake_server import Fault
+from support.http_sources import run
+from support.pipelines import load_example, pipeline
+from support.results import read_result, source_data
 
 SHEET_ID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
 CONTACTS = [
@@ -111,7 +109,7 @@ def test_duplicate_headers_fail_the_run(bizon, oauth, sheets):
     sheets.add(SHEET_ID, {"Contacts": [["id", "name", "name"], ["1", "a", "b"]]})
     run(bizon, pipeline("sheet", source(sheets, oauth.add_service_account())), env=no_adc(bizon),
         check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert 'Duplicate column names in the header row: "name"' in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -121,10 +119,11 @@ def test_missing_column_and_missing_worksheet(bizon, oauth, sheets):
     key = oauth.add_service_account()
     run(bizon, pipeline("sheet", source(sheets, key, column_names=["email"])), env=no_adc(bizon),
         check=1)
-    assert 'Column name "email" not found in worksheet' in read_result(bizon)["error"]
+    error = read_result(bizon.cwd / "result.json")["error"]
+    assert 'Column name "email" not found in worksheet' in error
     run(bizon, pipeline("sheet", source(sheets, key, worksheet="Contactz")), env=no_adc(bizon),
         check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert ("Worksheet not found, available worksheets: ['Contacts', 'Orders', \"It's Q3\"]"
             in outcome["error"] or
@@ -180,7 +179,7 @@ def test_a_key_the_token_endpoint_refuses(bizon, oauth, sheets):
     key["private_key"] = rsa_key(1).pem
     secret_line = key["private_key"].splitlines()[5]
     result = run(bizon, pipeline("sheet", source(sheets, key)), env=no_adc(bizon), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert ("Google token endpoint refused: POST " + oauth.token_uri +
             " returned HTTP 400: invalid_grant: Invalid JWT Signature.") in outcome["error"]
@@ -193,7 +192,7 @@ def test_a_malformed_key_is_a_config_error_without_key_material(bizon, oauth, sh
     key = oauth.add_service_account()
     key["private_key"] = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIB\n-----END PRIVATE KEY-----\n"
     result = run(bizon, pipeline("sheet", source(sheets, key)), env=no_adc(bizon), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     # A value of the config the source refuses is a config failure, naming the option.
     assert outcome["failure_class"] == "config"
     assert "Google credentials source.service_account_key (line 8)" in outcome["error"]
@@ -207,7 +206,7 @@ def test_a_malformed_answer_fails_and_publishes_nothing(bizon, oauth, sheets):
     sheets.inject(f"/v4/spreadsheets/{SHEET_ID}/values", Fault(invalid_json=True), times=None)
     run(bizon, pipeline("sheet", source(sheets, oauth.add_service_account())), env=no_adc(bizon),
         check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "the Sheets API answered GET" in outcome["error"] and "invalid JSON" in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -237,7 +236,7 @@ def test_refused_refresh_token_hides_the_secrets(bizon, oauth, sheets):
     (bizon.cwd / "gcloud").mkdir()
     bizon.write("gcloud/application_default_credentials.json", json.dumps(user))
     result = run(bizon, pipeline("sheet", source(sheets, None)), env=no_adc(bizon), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert "returned HTTP 401: invalid_client: Unauthorized" in outcome["error"]
     everything = result.stdout + result.stderr + json.dumps(outcome)
     assert "wrong-client-secret-0123" not in everything
@@ -256,7 +255,7 @@ def test_metadata_server(bizon, oauth, sheets):
 
 def test_no_credentials_at_all(bizon, sheets):
     run(bizon, pipeline("sheet", source(sheets, None), ), env=no_adc(bizon), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "Google metadata server request failed" in outcome["error"]
     assert sheets.requests == []
@@ -284,7 +283,7 @@ def test_original_example_shapes(bizon, oauth, sheets, name):
         return
     # The example's key is a stand-in without a private key: refused before any request.
     result = run(bizon, yaml.safe_dump(config), env=env, check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "config"
     assert "the service_account key lacks 'private_key'" in outcome["error"]
     # With a real key of that account it runs.

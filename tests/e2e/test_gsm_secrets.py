@@ -9,18 +9,16 @@ against tests/fakes/fake_rest_api.py."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_rest_api import FakeRestApi  # noqa: E402
-from fake_secret_manager import FakeSecretManager  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import FAST, pipeline, read_result, run  # noqa: E402
+from fake_rest_api import FakeRestApi
+from fake_secret_manager import FakeSecretManager
+from fake_server import Fault
+from support.http_sources import FAST, run
+from support.pipelines import pipeline
+from support.results import read_result
 
 PROJECT = "acme-secrets"
 OLD_TOKEN = "tok-old-7Yq2mZ9pX4rT"
@@ -178,7 +176,7 @@ def test_refused_reference_is_a_config_error_naming_it(bizon, gsm, api, env, ref
     line = next(i for i, l in enumerate(config(api, reference).splitlines(), 1) if "token:" in l)
     assert f"pipeline.yml:{line}: source.authentication.params.token: failed to resolve reference" \
         in result.stderr
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "config" and outcome["status"] == "failure"
     assert outcome["error"].startswith("ConfigError: ") and mention in outcome["error"]
     assert api.requests == []  # Nothing ran.

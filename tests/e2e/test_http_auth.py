@@ -5,16 +5,14 @@ every log line and in the result file. Through the rest_api source against fake_
 from __future__ import annotations
 
 import base64
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_rest_api import FakeRestApi  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import pipeline, read_result, run  # noqa: E402
+from fake_rest_api import FakeRestApi
+from fake_server import Fault
+from support.http_sources import run
+from support.pipelines import pipeline
+from support.results import read_result
 
 ENDPOINTS = {
     "items": {
@@ -185,7 +183,7 @@ def test_oauth_refresh_failure_fails_the_run_without_leaking(bizon, api):
     api.client_secret = "the-server-expects-another"
     result = run(bizon, pipeline("auth", source(api, oauth(api, client_secret="wrong-secret-77"))),
                  "--log-level", "DEBUG", check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "OAuth token refresh failed" in outcome["error"]
     assert "returned 401" in outcome["error"]
@@ -205,7 +203,7 @@ def test_secrets_are_masked_in_logs_and_results(bizon, api):
     authentication = {"type": "api_key", "params": {"token": "sup3r-s3cret-t0ken"}}
     result = run(bizon, pipeline("auth", source(api, authentication)), "--log-level", "DEBUG",
                  check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert "returned 401" in outcome["error"]
     assert "is not valid" in outcome["error"]
     assert "****" in outcome["error"]

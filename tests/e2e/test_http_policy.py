@@ -1,24 +1,22 @@
 """The HTTP session policy (engine spec §10.1/§10.2, seed "HTTP retries and timeouts"), proved
 through the rest_api source against tests/fakes/fake_rest_api.py with injected faults.
 
-Waits are scaled by BIZON_HTTP_BACKOFF_SCALE (harness.FAST); the log lines announce the policy's
-real waits, which is what the backoff assertions read.
+Waits are scaled by BIZON_HTTP_BACKOFF_SCALE (support.http_sources.FAST); the log lines announce
+the policy's real waits, which is what the backoff assertions read.
 """
 
 from __future__ import annotations
 
 import socket
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_rest_api import FakeRestApi  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import pipeline, read_result, retry_lines, run, waits  # noqa: E402
+from fake_rest_api import FakeRestApi
+from fake_server import Fault
+from support.http_sources import retry_lines, run, waits
+from support.pipelines import pipeline
+from support.results import read_result
 
 ENDPOINTS = {
     "items": {
@@ -81,7 +79,7 @@ def test_legacy_does_not_retry_without_retry_after(bizon, api, status):
     api.inject("/offset", Fault(status=status, body={"message": "slow down"}), times=None)
     run(bizon, pipeline("legacy", source(api)), check=1)
     assert len(page_requests(api)) == 1
-    result = read_result(bizon)
+    result = read_result(bizon.cwd / "result.json")
     assert result["failure_class"] == "source"
     assert f"returned {status}" in result["error"]
 
@@ -92,7 +90,7 @@ def test_legacy_fails_server_errors_at_once(bizon, api, status):
     api.inject("/offset", Fault(status=status, headers={"Retry-After": "1"}), times=None)
     run(bizon, pipeline("legacy", source(api)), check=1)
     assert len(page_requests(api)) == 1
-    assert f"returned {status}" in read_result(bizon)["error"]
+    assert f"returned {status}" in read_result(bizon.cwd / "result.json")["error"]
 
 
 def test_legacy_has_no_timeout(bizon, api):
@@ -105,14 +103,14 @@ def test_legacy_has_no_timeout(bizon, api):
     api.inject("/offset", Fault(delay=3), times=None)
     http = {"timeout": [1, 1], "retries": {"total": 1}}
     run(bizon, pipeline("timed", source(api, http=http)), check=1)
-    assert "read timed out" in read_result(bizon)["error"]
+    assert "read timed out" in read_result(bizon.cwd / "result.json")["error"]
 
 
 def test_api_config_retry_limit_is_the_legacy_budget(bizon, api):
     api.inject("/offset", Fault(status=429, headers={"Retry-After": "1"}, body="busy"), times=None)
     run(bizon, pipeline("legacy", source(api, api_config={"retry_limit": 2})), check=1)
     assert len(page_requests(api)) == 3
-    result = read_result(bizon)
+    result = read_result(bizon.cwd / "result.json")
     assert result["failure_class"] == "source"
     assert "after 3 attempts" in result["error"]
     assert "returned 429 Too Many Requests: busy" in result["error"]
@@ -136,7 +134,7 @@ def test_block_fails_other_statuses_at_once(bizon, api, status):
     api.inject("/offset", Fault(status=status, body={"detail": "no"}), times=None)
     run(bizon, pipeline("policy", source(api, http={})), check=1)
     assert len(page_requests(api)) == 1
-    assert f"returned {status}" in read_result(bizon)["error"]
+    assert f"returned {status}" in read_result(bizon.cwd / "result.json")["error"]
 
 
 def test_block_backoff_doubles_and_the_last_response_is_the_error(bizon, api):
@@ -145,7 +143,7 @@ def test_block_backoff_doubles_and_the_last_response_is_the_error(bizon, api):
     # total 10: 11 attempts, waits 0, 4, 8, 16, 32, 64, then capped at 120.
     assert len(page_requests(api)) == 11
     assert waits(result.stderr) == [0, 4, 8, 16, 32, 64, 120, 120, 120, 120]
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["status"] == "failure"
     assert outcome["failure_class"] == "source"
     assert "after 11 attempts" in outcome["error"]
@@ -213,7 +211,8 @@ def test_raise_for_status_false_hands_the_response_to_the_source(bizon, api):
     # rest_api then reads the error body as a page: it has no records array.
     api.inject("/offset", Fault(status=404, body={"detail": "gone"}), times=None)
     run(bizon, pipeline("policy", source(api, http={"raise_for_status": False})), check=1)
-    assert "has no array at 'data.items'" in read_result(bizon)["error"]
+    error = read_result(bizon.cwd / "result.json")["error"]
+    assert "has no array at 'data.items'" in error
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,7 +231,7 @@ def test_read_timeout_after_the_last_retry_fails_the_run(bizon, api):
     api.inject("/offset", Fault(delay=2.5), times=None)
     http = {"timeout": 1, "retries": {"total": 1}}
     run(bizon, pipeline("policy", source(api, http=http)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "after 2 attempts" in outcome["error"]
     assert "read timed out" in outcome["error"]
@@ -247,7 +246,7 @@ def test_refused_connections_are_retried_then_fail(bizon, api):
     block["base_url"] = f"http://127.0.0.1:{closed_port}"
     result = run(bizon, pipeline("policy", block), check=1)
     assert len(retry_lines(result.stderr)) == 2
-    assert "after 3 attempts" in read_result(bizon)["error"]
+    assert "after 3 attempts" in read_result(bizon.cwd / "result.json")["error"]
 
 
 def test_connect_timeout_is_retried_then_fails(bizon, api):
@@ -274,7 +273,7 @@ def test_connect_timeout_is_retried_then_fails(bizon, api):
         for filler in fillers:
             filler.close()
     assert "connect timed out after 1 s" in retry_lines(result.stderr)[0]
-    error = read_result(bizon)["error"]
+    error = read_result(bizon.cwd / "result.json")["error"]
     assert "after 2 attempts" in error and "connect timed out" in error
     assert 2 <= elapsed < 20
 
@@ -290,7 +289,7 @@ def test_truncated_body_is_retried(bizon, api):
 def test_invalid_json_fails_the_run_with_the_body(bizon, api):
     api.inject("/offset", Fault(invalid_json=True), times=None)
     run(bizon, pipeline("policy", source(api, http={})), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "invalid JSON in the response of GET" in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -307,7 +306,7 @@ def test_failure_on_a_later_page_publishes_nothing(bizon, api):
     api.inject("/offset", Fault(status=502, body={"detail": "bad gateway on page 3"}), times=None,
                when=lambda request: request.param("offset") == "20")
     run(bizon, config, check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "bad gateway on page 3" in outcome["error"]
     assert len([r for r in page_requests(api) if r.param("offset") == "20"]) == 3

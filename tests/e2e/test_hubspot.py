@@ -6,21 +6,18 @@ through the search endpoint, including a window of more than 10,000 changes."""
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_hubspot import (  # noqa: E402
+from fake_hubspot import (
     CLIENT_ID, CLIENT_SECRET, DAILY_LIMITED, RATE_LIMITED, REFRESH_TOKEN, SECONDLY_LIMITED,
     TOKEN, FakeHubSpot)
-from fake_server import Fault  # noqa: E402
-from harness import (  # noqa: E402
-    file_destination, load_example, pipeline, read_result, run, source_data, waits)
+from fake_server import Fault
+from support.http_sources import run, waits
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result, source_data
 
 STREAMS = ["contacts", "companies", "deals", "tickets", "products"]
 EXAMPLE_TOKEN = "hubspot-private-app-token"
@@ -122,7 +119,7 @@ def test_a_selected_property_hubspot_lacks_is_refused(bizon, hubspot):
     block = source(hubspot, "deals",
                    properties={"strategy": "selected", "selected_properties": ["dealname", "nope"]})
     run(bizon, pipeline("h", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert "Property nope is not present in HubSpot." in outcome["error"]
     assert lists(hubspot, "deals") == []
 
@@ -144,7 +141,7 @@ def test_a_refused_token_fails_the_connection_check_masked(bizon, hubspot):
     block = source(hubspot)
     block["authentication"]["params"]["token"] = "pat-na1-wrong-secret-token"
     result = run(bizon, pipeline("h", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "error while connecting to source" in outcome["error"]
     assert "401 Unauthorized" in outcome["error"]
@@ -178,7 +175,7 @@ def test_a_refused_oauth_app_fails_masked(bizon, hubspot):
         "client_id": CLIENT_ID, "client_secret": "wrong-client-secret-value",
         "refresh_token": REFRESH_TOKEN}}
     result = run(bizon, pipeline("h", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "OAuth token refresh failed" in outcome["error"]
     assert "BAD_REFRESH_TOKEN" in outcome["error"]
@@ -211,7 +208,7 @@ def test_the_daily_limit_fails_at_once(bizon, hubspot):
     hubspot.inject("/crm/v3/objects/contacts", DAILY_LIMITED, times=None,
                    when=lambda r: r.param("after") is not None)
     run(bizon, pipeline("h", source(hubspot)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "HubSpot's daily API limit is reached" in outcome["error"]
     assert "429" in outcome["error"]
@@ -231,7 +228,7 @@ def test_a_malformed_page_fails_the_run_and_publishes_nothing(bizon, hubspot):
     hubspot.inject("/crm/v3/objects/contacts", Fault(invalid_json=True), times=1,
                    when=lambda r: r.param("after") is not None)
     run(bizon, pipeline("h", source(hubspot)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "/crm/v3/objects/contacts" in outcome["error"]
     assert "JSON" in outcome["error"]
@@ -325,7 +322,7 @@ def test_incremental_malformed_search_page_fails(bizon, hubspot):
     hubspot.inject("/crm/v3/objects/companies/search", Fault(invalid_json=True), times=1,
                    when=lambda r: "sorts" in (r.json or {}))
     run(bizon, text, check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "/crm/v3/objects/companies/search" in outcome["error"]
     assert len(bizon.read_ndjson("out.json")) == 3  # the first run's records only
@@ -342,7 +339,7 @@ def test_example_api_key_to_logger(bizon):
         config.pop("engine")  # Refused as written (no engine.backend.config); sqlite stands in.
         config["source"]["base_url"] = hubspot.url
         result = run(bizon, yaml.safe_dump(config))
-        assert read_result(bizon)["status"] == "success"
+        assert read_result(bizon.cwd / "result.json")["status"] == "success"
         assert {r.param("properties") for r in lists(hubspot, "deals")} == {"dealname,amount"}
         for deal in hubspot.account.objects["deals"]:
             assert deal["properties"]["dealname"] in result.stdout + result.stderr

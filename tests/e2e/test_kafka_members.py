@@ -22,8 +22,9 @@ from pathlib import Path
 
 from conftest_kafka import kafka  # noqa: F401  (fixture)
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401  (fixtures)
-from test_engine_support import wait_for
-from test_kafka_source import kafka_source
+from support.exactly_once import assert_ids_exactly_once
+from support.kafka import kafka_source
+from support.processes import kill, spawn, wait_for
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261203"))
 PARTITIONS = 6
@@ -52,16 +53,11 @@ class Members:
         return self.bizon.cwd / f"members-{member}.log"
 
     def start(self, member: str) -> None:
-        env = {**os.environ, "BIZON_MEMBER": member, "HOSTNAME": ""}
-        with self.log(member).open("a") as sink:
-            self.running[member] = subprocess.Popen(
-                [str(self.bizon.binary), "run", str(self.config)], cwd=self.bizon.cwd, env=env,
-                stdout=subprocess.DEVNULL, stderr=sink, text=True)
+        self.running[member] = spawn(self.bizon, "run", self.config, log=self.log(member),
+                                     env={"BIZON_MEMBER": member, "HOSTNAME": ""})
 
     def kill(self, member: str) -> None:
-        process = self.running.pop(member)
-        process.kill()
-        process.wait(timeout=30)
+        kill(self.running.pop(member))
 
     def check_alive(self) -> None:
         for member, process in self.running.items():
@@ -148,15 +144,6 @@ def wait_for_all(pg, members: Members, produced: int, timeout: float = 300) -> N
                              f"member {rows_by_member(pg)}") from None
 
 
-def assert_exactly_once(pg, produced: int) -> None:
-    found = loaded(pg)
-    assert len(found) == len(set(found)), \
-        f"{len(found) - len(set(found))} duplicated, e.g. {sorted(n for n in set(found) if found.count(n) > 1)[:10]}"
-    missing = sorted(set(range(produced)) - set(found))
-    assert not missing, f"{len(missing)} lost, e.g. {missing[:10]}"
-    assert found == list(range(produced))
-
-
 def test_three_members_share_the_partitions_and_a_killed_one_is_replaced_exactly_once(
         bizon, kafka, pg):
     topic = kafka.create_topic(partitions=PARTITIONS)
@@ -182,7 +169,7 @@ def test_three_members_share_the_partitions_and_a_killed_one_is_replaced_exactly
         producer.stop()
         members.kill_all()
         raise
-    assert_exactly_once(pg, produced)
+    assert_ids_exactly_once(loaded(pg), produced)
     by_member = rows_by_member(pg)
     assert set(by_member) == {"1", "2", "3", "4"}, by_member
     assert all(n > 0 for n in by_member.values()), f"a member wrote nothing: {by_member}"
@@ -224,6 +211,6 @@ def test_random_members_killed_again_and_again_lose_and_duplicate_nothing(bizon,
     logs = "".join(members.log(m).read_text() for m in ("1", "2", "3"))
     print(f"\nkafka members: {kills} kills of 3 members, {produced} messages, "
           f"{logs.count('is gone: discarding')} adoptions of a dead member's job (seed {SEED})")
-    assert_exactly_once(pg, produced)
+    assert_ids_exactly_once(loaded(pg), produced)
     assert all(n > 0 for n in rows_by_member(pg).values())
 

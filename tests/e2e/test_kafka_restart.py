@@ -23,9 +23,11 @@ import time
 from pathlib import Path
 
 from conftest_kafka import kafka  # noqa: F401  (fixture)
-from test_engine_support import State, line_count, wait_for
-from test_kafka_source import config_text, data_of, kafka_source, stream_until
-from test_kafka_source_faults import assert_exactly_once, expected_positions, slow_first_batch
+from support.exactly_once import assert_messages_exactly_once
+from support.kafka import (config_text, data_of, expected_positions, kafka_source,
+                           slow_first_batch, stream_until)
+from support.processes import kill, spawn, wait_for
+from support.results import State, line_count
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
 RESUME_BOUND_S = 10.0
@@ -34,17 +36,7 @@ NO_HOSTNAME = {"HOSTNAME": ""}
 
 def start(bizon, config, log: Path, cwd: Path | None = None, env=None) -> subprocess.Popen:
     """`bizon run config` with its stderr appended to `log` (a pipe nobody reads could fill)."""
-    full_env = dict(os.environ)
-    full_env.update(NO_HOSTNAME)
-    full_env.update(env or {})
-    with log.open("a") as sink:
-        return subprocess.Popen([str(bizon.binary), "run", str(config)], cwd=cwd or bizon.cwd,
-                                env=full_env, stdout=subprocess.DEVNULL, stderr=sink, text=True)
-
-
-def kill(process: subprocess.Popen) -> None:
-    process.kill()
-    process.wait(timeout=30)
+    return spawn(bizon, "run", config, env={**NO_HOSTNAME, **(env or {})}, log=log, cwd=cwd)
 
 
 def test_killed_stream_runs_consume_again_within_seconds_and_lose_nothing(bizon, kafka):
@@ -107,7 +99,7 @@ def test_killed_stream_runs_consume_again_within_seconds_and_lose_nothing(bizon,
     print(f"\nkafka restart: first new record {shown} s after each restart; "
           f"{len(latencies) + blind_kills + 1} kills, {produced} messages (seed {SEED})")
     assert max(latencies) < RESUME_BOUND_S, f"restart to first new record: {shown} s\n{tail()}"
-    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert_messages_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
     assert kafka.committed_offsets(source["group_id"], topic) == kafka.end_offsets(topic)
     [job] = State(bizon.cwd).jobs()
     assert job["status"] == "running"
@@ -124,7 +116,7 @@ def test_a_static_member_slower_than_max_poll_interval_rejoins_without_redeliver
     assert "group.instance.id=kafka-" in stderr  # Static membership was on.
     assert "max.poll.interval.ms exceeded" in stderr and "recreating it" in stderr
     assert "Failure" not in stderr
-    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert_messages_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
     assert kafka.committed_offsets(consumer_group, topic) == {0: 30}
 
 

@@ -8,14 +8,10 @@ expects, then stops it with SIGTERM, which the stream runner honours after the b
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import uuid
-from collections import Counter
 from decimal import Decimal
 
 import pytest
-import yaml
 
 from conftest_kafka import (  # noqa: F401  (fixtures)
     apicurio_avro,
@@ -25,86 +21,20 @@ from conftest_kafka import (  # noqa: F401  (fixtures)
     kafka,
     schema_registry,
 )
-from test_engine_support import State, line_count, spawn, wait_for
-
-PLAINTEXT = {
-    "auto.offset.reset": "earliest",
-    "enable.auto.commit": False,
-    "security.protocol": "PLAINTEXT",
-}
-
-
-def group() -> str:
-    return f"bizon-e2e-{uuid.uuid4().hex[:10]}"
-
-
-def kafka_source(kafka, topics, sync_mode="stream", **options) -> dict:
-    """A kafka source block; `topics` maps topic name -> destination id."""
-    source = {
-        "name": "kafka",
-        "stream": "topic",
-        "sync_mode": sync_mode,
-        "bootstrap_servers": kafka.bootstrap,
-        "group_id": options.pop("group_id", None) or group(),
-        "message_encoding": "utf-8",
-        "consumer_timeout": 2,
-        "batch_size": 500,
-        "consumer_config": dict(PLAINTEXT),
-    }
-    if topics is not None:
-        source["topics"] = [{"name": name, "destination_id": dest} for name, dest in topics.items()]
-    source.update(options)
-    return source
-
-
-def config_text(source: dict, stream_runner: bool = True, **root) -> str:
-    config = {
-        "name": f"kafka-{uuid.uuid4().hex[:6]}",
-        "source": source,
-        "destination": {"name": "file", "config": {"destination_id": "unused"}},
-    }
-    if stream_runner:
-        config["engine"] = {"runner": {"type": "stream"}}
-    config.update(root)
-    return yaml.safe_dump(config, sort_keys=False)
-
-
-def rows(bizon, name: str) -> list[dict]:
-    return bizon.read_ndjson(f"{name}.json")
-
-
-def data_of(bizon, name: str) -> list[dict]:
-    return [json.loads(row["source_data"]) for row in rows(bizon, name)]
-
-
-def stop(process: subprocess.Popen, timeout: float = 60) -> str:
-    """SIGTERM, then the run must end by itself, successfully."""
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=timeout)
-    assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
-    return stderr
-
-
-def stream_until(bizon, config, files: dict[str, int], env=None, timeout: float = 120) -> str:
-    """Runs the stream until every file holds its number of lines, then stops it."""
-    process = spawn(bizon, "run", config, env=env)
-    try:
-        wait_for(
-            lambda: process.poll() is not None
-            or all(line_count(bizon.cwd / f"{name}.json") >= n for name, n in files.items()),
-            timeout=timeout,
-            what=f"lines in {files}",
-        )
-    except AssertionError:
-        process.kill()
-        _, stderr = process.communicate(timeout=30)
-        raise AssertionError(f"stream did not deliver {files}\n{stderr[-4000:]}") from None
-    assert process.poll() is None, f"the stream run ended by itself\n{process.communicate()[1]}"
-    return stop(process)
-
-
-def positions(data: list[dict]) -> list[tuple[int, int]]:
-    return [(record["partition"], record["offset"]) for record in data]
+from support.exactly_once import assert_messages_exactly_once
+from support.kafka import (
+    PLAINTEXT,
+    config_text,
+    data_of,
+    group,
+    kafka_source,
+    positions,
+    rows,
+    stream_until,
+)
+from support.pipelines import debezium_transform
+from support.processes import spawn, wait_for
+from support.results import State, line_count, read_result
 
 
 def test_json_topic_streams_to_a_file_and_commits_its_offsets(bizon, kafka):
@@ -281,7 +211,7 @@ def test_a_schema_missing_from_the_registry_is_a_clear_error(bizon, kafka, schem
 
 
 def test_debezium_changes_become_rows_through_the_original_transform(bizon, kafka, schema_registry):
-    from test_python_support import missing_capability
+    from support.python import missing_capability
 
     if missing_capability("transforms") is not None:
         pytest.skip(str(missing_capability("transforms")))
@@ -299,12 +229,11 @@ def test_debezium_changes_become_rows_through_the_original_transform(bizon, kafk
     topic = kafka.create_topic()
     kafka.produce(topic, [confluent_avro(schema_id, envelope, change) for change in changes],
                   keys=[{"id": 1}] * 3)
-    transform = yaml.safe_load(DEBEZIUM_EXAMPLE_TRANSFORMS)
     source = kafka_source(kafka, {topic: "users"}, message_encoding="avro")
     source["authentication"] = {"type": "basic", "params": {"username": "", "password": ""},
                                 "schema_registry_type": "confluent",
                                 "schema_registry_url": schema_registry.url}
-    config = bizon.write("p.yml", config_text(source, transforms=transform))
+    config = bizon.write("p.yml", config_text(source, transforms=[debezium_transform()]))
     stream_until(bizon, config, {"users": 3})
     data = data_of(bizon, "users")
     assert data == [
@@ -319,34 +248,6 @@ def test_debezium_changes_become_rows_through_the_original_transform(bizon, kafk
          "__event_timestamp": "2024-01-31 12:00:02.250000"},
     ]
     assert schema_registry.hits(schema_id) == 1
-
-
-# The `transforms` block of the original's kafka_debezium example, verbatim.
-DEBEZIUM_EXAMPLE_TRANSFORMS = """\
-- label: debezium
-  python: |
-    from datetime import datetime
-
-    cluster = data['value']['source']['name'].replace('_', '-')
-    partition = data['partition']
-    offset = data['offset']
-
-    kafka_timestamp = datetime.utcfromtimestamp(data['value']['source']['ts_ms'] / 1000).strftime('%Y-%m-%d %H:%M:%S.%f')
-
-    deleted = False
-
-    if data['value']['op'] == 'd':
-      data = data['value']['before']
-      deleted = True
-    else:
-      data = data['value']['after']
-
-    data['__deleted'] = deleted
-    data['__cluster'] = cluster
-    data['__kafka_partition'] = partition
-    data['__kafka_offset'] = offset
-    data['__event_timestamp'] = kafka_timestamp
-"""
 
 
 def test_streams_block_routes_each_topic_to_its_own_file(bizon, kafka):
@@ -391,10 +292,8 @@ def test_full_refresh_reads_every_partition_once_up_to_the_start_watermarks(bizo
     result = bizon.run("run", config)
     assert result.returncode == 0, result.stderr
     data = data_of(bizon, "snapshot")
-    seen = Counter(positions(data))
-    assert not [p for p, n in seen.items() if n > 1], "re-read messages"
     expected = {(p, o) for p, count in ((0, 40), (1, 25), (2, 33)) for o in range(count)}
-    assert set(seen) == expected, "lost messages"
+    assert_messages_exactly_once(data, expected)
     [job] = State(bizon.cwd).jobs()
     assert job["status"] == "succeeded"
     # No group offsets in this mode.
@@ -432,7 +331,7 @@ def test_skip_flags_and_decode_errors(bizon, kafka):
     assert result.returncode != 0
     assert f"cannot decode the value of topic {topic} partition 0 offset 1" in result.stderr
     assert "invalid JSON at byte 0" in result.stderr
-    outcome = json.loads((bizon.cwd / "r.json").read_text())
+    outcome = read_result(bizon.cwd / "r.json")
     assert outcome["failure_class"] == "source"
     assert outcome["error"].startswith("SourceError: ")
 

@@ -13,36 +13,15 @@ import os
 import random
 import subprocess
 import time
-from collections import Counter
-
-import pytest
 
 from conftest_kafka import kafka  # noqa: F401  (fixture)
-from test_engine_support import State, kill, line_count, spawn, wait_for
-from test_kafka_source import (
-    config_text,
-    data_of,
-    group,
-    kafka_source,
-    positions,
-    stop,
-    stream_until,
-)
+from support.exactly_once import assert_messages_exactly_once
+from support.kafka import (config_text, data_of, expected_positions, kafka_source,
+                           slow_first_batch, stream_until)
+from support.processes import kill, spawn, stop, wait_for
+from support.results import State, line_count
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
-
-
-def assert_exactly_once(data: list[dict], expected: set[tuple[int, int]]) -> None:
-    seen = Counter(positions(data))
-    duplicated = [p for p, n in seen.items() if n > 1]
-    lost = expected - set(seen)
-    assert not duplicated, f"{len(duplicated)} messages duplicated, e.g. {sorted(duplicated)[:5]}"
-    assert not lost, f"{len(lost)} messages lost, e.g. {sorted(lost)[:5]}"
-    assert set(seen) == expected
-
-
-def expected_positions(kafka, topic) -> set[tuple[int, int]]:
-    return {(p, o) for p, end in kafka.end_offsets(topic).items() for o in range(end)}
 
 
 def test_broker_restart_mid_stream_loses_nothing(bizon, kafka):
@@ -64,7 +43,7 @@ def test_broker_restart_mid_stream_loses_nothing(bizon, kafka):
             process.kill()
         raise
     stderr = stop(process)
-    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert_messages_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
     assert "Kafka client error" in stderr  # It did see the broker go away.
 
 
@@ -100,31 +79,12 @@ def test_killed_stream_runs_resume_without_loss_or_duplicates(bizon, kafka):
             process.kill()
         raise
     stop(process)
-    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert_messages_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
     [job] = State(bizon.cwd).jobs()
     assert job["status"] == "running"
     print(f"\nkafka kill-resume: {kills} kills, {total} messages checked, "
           f"{time.monotonic() - started:.1f} s (seed {SEED})")
     assert kills >= 5
-
-
-def slow_first_batch(bizon, kafka, static: bool):
-    """A topic of 30 messages and a pipeline whose first batch takes 9 s, longer than its
-    max.poll.interval.ms (6 s); `static` keeps static membership on, else an empty
-    group.instance.id turns it off. Returns the topic, the consumer group and the config."""
-    from test_python_support import missing_capability
-
-    if missing_capability("transforms") is not None:
-        pytest.skip(str(missing_capability("transforms")))
-    topic = kafka.create_topic()
-    kafka.produce(topic, [{"n": i} for i in range(30)])
-    source = kafka_source(kafka, {topic: "events"}, batch_size=10, consumer_timeout=1,
-                          group_id=(consumer_group := group()))
-    source["consumer_config"].update({"session.timeout.ms": 6000, "max.poll.interval.ms": 6000})
-    if not static:
-        source["consumer_config"]["group.instance.id"] = ""
-    slow = [{"label": "slow", "python": "import time\nif data['offset'] == 0:\n    time.sleep(9)\n"}]
-    return topic, consumer_group, bizon.write("p.yml", config_text(source, transforms=slow))
 
 
 def test_a_consumer_dropped_from_its_group_is_recreated_without_redelivery(bizon, kafka):
@@ -134,5 +94,5 @@ def test_a_consumer_dropped_from_its_group_is_recreated_without_redelivery(bizon
     topic, consumer_group, config = slow_first_batch(bizon, kafka, static=False)
     stderr = stream_until(bizon, config, {"events": 30})
     assert "UNKNOWN_MEMBER_ID" in stderr and "recreating it" in stderr
-    assert_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
+    assert_messages_exactly_once(data_of(bizon, "events"), expected_positions(kafka, topic))
     assert kafka.committed_offsets(consumer_group, topic) == {0: 30}

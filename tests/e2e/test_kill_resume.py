@@ -16,24 +16,16 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
-import subprocess
 import time
 from collections import Counter
 from datetime import timedelta
 
 import pytest
 
-from test_engine_support import (
-    State,
-    file_destination,
-    generator,
-    ids_in,
-    kill,
-    parse_sql_time,
-    pipeline,
-    runner,
-    spawn,
-)
+from support.exactly_once import assert_ids_exactly_once
+from support.pipelines import file_destination, generator, pipeline, runner
+from support.processes import run_until_complete
+from support.results import State, ids_in, parse_sql_time
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
 # Record i of the generator has updated_at = start + i * INTERVAL_MS.
@@ -57,38 +49,6 @@ def report(capsys):
     return emit
 
 
-def run_until_complete(bizon, config, rng, kills, delays=(0.1, 0.6), after_kill=None) -> int:
-    """Starts `bizon run` again and again, killing the first `kills` attempts after a random
-    delay, until one completes. Returns the number of kills that landed."""
-    landed = 0
-    for _ in range(kills * 4 + 20):
-        process = spawn(bizon, "run", config)
-        if landed < kills:
-            try:
-                process.wait(timeout=rng.uniform(*delays))
-            except subprocess.TimeoutExpired:
-                kill(process)
-                landed += 1
-                if after_kill:
-                    after_kill()
-                continue
-        _, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
-        return landed
-    raise AssertionError("the pipeline never completed")
-
-
-def assert_exactly_once(ids: list[int], expected: int) -> None:
-    counts = Counter(ids)
-    duplicated = {i: n for i, n in counts.items() if n > 1}
-    lost = set(range(expected)) - set(counts)
-    extra = set(counts) - set(range(expected))
-    assert not duplicated, f"{len(duplicated)} ids duplicated, e.g. {sorted(duplicated)[:10]}"
-    assert not lost, f"{len(lost)} ids lost, e.g. {sorted(lost)[:10]}"
-    assert not extra, f"unexpected ids {sorted(extra)[:10]}"
-    assert len(ids) == expected
-
-
 def test_incremental_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng, report):
     started = time.monotonic()
     first_count, total = 30_000, 45_000
@@ -101,7 +61,7 @@ def test_incremental_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng,
     state = State(bizon.cwd)
     [first] = state.jobs()  # Every restart resumed the one job.
     assert first["status"] == "succeeded"
-    assert_exactly_once(ids_in(bizon.read_ndjson("out.json")), first_count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), first_count)
 
     # New records, all updated after the first run started: exactly the next run's window.
     last_run = parse_sql_time(first["created_at"])
@@ -114,7 +74,7 @@ def test_incremental_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng,
 
     jobs = state.jobs()
     assert [job["status"] for job in jobs] == ["succeeded", "succeeded"]
-    assert_exactly_once(ids_in(bizon.read_ndjson("out.json")), total)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), total)
     assert not (bizon.cwd / "out_incremental.json").exists()
     report("incremental", kills, f"{total} records checked", started)
     assert kills >= 20
@@ -129,7 +89,7 @@ def test_stream_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng, repo
 
     [job] = State(bizon.cwd).jobs()  # One persistent job, resumed by every restart.
     assert (job["status"], job["owner"]) == ("running", "")
-    assert_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
     report("stream", kills, f"{count} records checked", started)
     assert kills >= 20
 
@@ -145,7 +105,7 @@ def test_killed_full_refresh_never_leaves_a_partial_published_file(bizon, rng, r
     def published_is_absent_or_complete():
         nonlocal checks
         if main.exists():
-            assert_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
+            assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
         checks += 1
 
     # A kill can land after the run marked its job succeeded and before it exited: that run is

@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest_kafka import kafka  # noqa: F401 (fixtures)
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401 (fixtures)
-from test_engine_support import generator, read_result
-from test_kafka_source import config_text, kafka_source, rows, stream_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from fake_datadog_agent import FakeDatadogAgent  # noqa: E402
-from fake_dogstatsd import FakeDogStatsD  # noqa: E402
-from test_servers_support import import_or_skip  # noqa: E402
+from fake_datadog_agent import FakeDatadogAgent
+from fake_dogstatsd import FakeDogStatsD
+from support.kafka import config_text, kafka_source, rows, stream_until
+from support.pipelines import generator
+from support.results import read_result
+from support.servers import import_or_skip
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 BASE_TAG_NAMES = ("pipeline_name", "pipeline_stream", "pipeline_source", "pipeline_destination")

@@ -5,18 +5,15 @@ last_edited_time, the block tree with its lineage and markdown, and Notion's rat
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_notion import RATE_LIMITED, TOKEN, FakeNotion, uid  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import (  # noqa: E402
-    file_destination, load_example, pipeline, read_result, retry_lines, run, source_data, waits)
+from fake_notion import RATE_LIMITED, TOKEN, FakeNotion, uid
+from fake_server import Fault
+from support.http_sources import retry_lines, run, waits
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result, source_data
 
 TASKS, NOTES, INLINE = uid("d", 1), uid("d", 2), uid("d", 3)
 S1, S2 = uid("b", 101), uid("b", 102)
@@ -395,7 +392,7 @@ def test_rate_limit_is_retried_after_retry_after(bizon, notion):
 def test_rate_limited_for_good_fails_the_run_with_the_last_response(bizon, notion):
     notion.inject("/v1/search", RATE_LIMITED, times=None)
     run(bizon, pipeline("n", source(notion, "all_pages")), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "after 11 attempts" in outcome["error"]
     assert "returned 429 Too Many Requests" in outcome["error"]
@@ -423,7 +420,7 @@ def test_a_bad_token_fails_the_connection_check_masked(bizon, notion):
     block = source(notion, "users")
     block["authentication"]["params"]["token"] = "secret_wrong_token_value"
     result = run(bizon, pipeline("n", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "error while connecting to source" in outcome["error"]
     assert "401 Unauthorized" in outcome["error"]

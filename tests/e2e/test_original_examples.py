@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
-EXAMPLES_DIR = Path(__file__).resolve().parent / "data" / "original_shapes"
+from support.paths import SHAPES
+from support.pipelines import debezium_transform
 
 VALID = "valid"
 WARNED = "warned"
@@ -274,22 +276,28 @@ def edited_copy(file_name: str, directory: Path) -> Path:
     """Writes the edited copy of a file under its own name, so messages name it the same."""
     edit = EXPECTED[file_name].edited
     config = directory / file_name
-    config.write_text(edit.apply((EXAMPLES_DIR / file_name).read_text()))
+    config.write_text(edit.apply((SHAPES / file_name).read_text()))
     return config
 
 
 def test_every_example_has_a_verdict():
-    on_disk = {path.name for path in EXAMPLES_DIR.glob("*.yml")}
-    assert on_disk, f"no configs found in {EXAMPLES_DIR}"
+    on_disk = {path.name for path in SHAPES.glob("*.yml")}
+    assert on_disk, f"no configs found in {SHAPES}"
     assert on_disk == set(EXPECTED), (
         f"without a verdict: {sorted(on_disk - set(EXPECTED))}; "
         f"no longer on disk: {sorted(set(EXPECTED) - on_disk)}"
     )
 
 
+def test_the_debezium_shape_carries_the_tests_debezium_transform():
+    """The kafka_debezium shape's transform is the one the tests run, not a copy drifting away."""
+    shape = yaml.safe_load((SHAPES / "kafka_debezium_to_bigquery_streaming.yml").read_text())
+    assert shape["transforms"] == [debezium_transform()]
+
+
 @pytest.mark.parametrize("file_name", sorted(EXPECTED))
 def test_example_as_written(bizon_bin: Path, file_name: str):
-    config = EXAMPLES_DIR / file_name
+    config = SHAPES / file_name
     check_verdict(validate(bizon_bin, config), config, EXPECTED[file_name])
 
 
@@ -323,7 +331,7 @@ def test_strict_fails_only_on_warnings(
 ):
     """--strict turns warnings into a failure; a file without any still passes."""
     expected = EXPECTED[file_name].edited.expected if edited else EXPECTED[file_name]
-    config = edited_copy(file_name, tmp_path) if edited else EXAMPLES_DIR / file_name
+    config = edited_copy(file_name, tmp_path) if edited else SHAPES / file_name
     result = validate(bizon_bin, config, "--strict")
     output = f"exit code {result.returncode}\nstderr:\n{result.stderr}"
     assert result.returncode == (1 if expected.verdict == WARNED else 0), output

@@ -22,11 +22,11 @@ import pytest
 import yaml
 
 from conftest_postgres import Postgres, postgres  # noqa: F401 (fixture)
-from test_engine_support import wait_for
-from test_python_support import needs_custom_source
-from test_servers_support import skip_or_fail
+from support.paths import ROOT
+from support.processes import wait_for
+from support.python import needs_custom_source
+from support.servers import skip_or_fail
 
-ROOT = Path(__file__).resolve().parents[2]
 ORIGINAL = ROOT / "build" / "original-venv" / "bin" / "bizon"
 
 pytestmark = [needs_custom_source]

@@ -6,20 +6,17 @@ rate limits, malformed pages, and the original's example config."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_periscope import (  # noqa: E402
+from fake_periscope import (
     BROWSER_HEADERS, CF_BM, CSRF_TOKEN, DATABASE_ID, RATE_LIMITED, SESSION, SITE_ID,
     FakePeriscope, Site)
-from fake_server import Fault  # noqa: E402
-from harness import (  # noqa: E402
-    file_destination, load_example, pipeline, read_result, retry_lines, run, source_data)
+from fake_server import Fault
+from support.http_sources import retry_lines, run
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result, source_data
 
 
 @pytest.fixture
@@ -157,7 +154,7 @@ def test_charts_without_dashboards_end_empty(bizon):
     try:
         result = run(bizon, pipeline("p", source(server, "charts")))
         assert "No dashboard found" in result.stderr
-        assert read_result(bizon)["status"] == "success"
+        assert read_result(bizon.cwd / "result.json")["status"] == "success"
         assert not (bizon.cwd / "out.json").exists() or bizon.read_ndjson("out.json") == []
         assert [r.path for r in server.requests] == ["/login_state/dashboards"]
         assert server.violations == []
@@ -199,7 +196,7 @@ def test_a_refused_session_fails_the_run_without_showing_secrets(
         bizon, periscope, stream, session, cf_bm, csrf, status):
     result = run(bizon, pipeline("p", source(periscope, stream, session=session, cf_bm=cf_bm,
                                              csrf=csrf)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "Periscope refused the browser session" in outcome["error"]
     assert status in outcome["error"]
@@ -216,7 +213,7 @@ def test_a_session_refused_during_the_charts_fails_the_run(bizon, periscope):
                      Fault(status=401, body={"error": "You need to sign in first."}),
                      when=lambda r: r.param("current_dashboard") == "1003")
     run(bizon, pipeline("p", source(periscope, "charts")), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "Periscope refused the browser session" in outcome["error"]
     assert "current_dashboard=1003" in outcome["error"]
@@ -247,7 +244,7 @@ def test_rate_limit_on_widgets_is_retried(bizon, periscope):
 def test_a_malformed_page_fails_the_run_and_publishes_nothing(bizon, periscope, stream, path):
     periscope.inject(path, Fault(invalid_json=True))
     run(bizon, pipeline("p", source(periscope, stream)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "invalid JSON in the response of" in outcome["error"] and path in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -256,12 +253,12 @@ def test_a_malformed_page_fails_the_run_and_publishes_nothing(bizon, periscope, 
 def test_a_page_without_its_array_or_ids_fails(bizon, periscope):
     periscope.inject("/login_state/sql_views", Fault(status=200, body={"Dashboard": []}))
     run(bizon, pipeline("p", source(periscope, "views")), check=1)
-    assert read_result(bizon)["failure_class"] == "source"
-    assert "SqlView" in read_result(bizon)["error"]
+    assert read_result(bizon.cwd / "result.json")["failure_class"] == "source"
+    assert "SqlView" in read_result(bizon.cwd / "result.json")["error"]
 
     periscope.inject("/users/owners", Fault(status=200, body=[{"name": "no id"}]))
     run(bizon, pipeline("p", source(periscope, "users")), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "a Periscope item has no id" in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -309,7 +306,7 @@ def test_incremental_is_refused_as_the_streams_are_full_refresh_only(bizon, peri
     streams = bizon.run("stream", "list", "periscope", check=0).stdout
     assert "[Full refresh only] - charts" in streams
     run(bizon, pipeline("p", source(periscope, "dashboards", sync_mode="incremental")), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "config"
     assert "incremental" in outcome["error"]
     assert periscope.requests == []

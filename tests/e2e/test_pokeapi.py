@@ -4,17 +4,15 @@ original's two example configs with a base URL override, every stream, and failu
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_pokeapi import BERRIES, ITEMS, POKEMON, FakePokeApi  # noqa: E402
-from fake_server import Fault  # noqa: E402
-from harness import file_destination, load_example, pipeline, read_result, run  # noqa: E402
+from fake_pokeapi import BERRIES, ITEMS, POKEMON, FakePokeApi
+from fake_server import Fault
+from support.http_sources import run
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result
 
 
 @pytest.fixture
@@ -40,7 +38,7 @@ def test_example_pokemon_to_logger(bizon, pokeapi):
     assert [(r.param("offset"), r.param("limit")) for r in lists] == [
         (None, None), (None, None), (None, None), ("20", "20"), ("40", "20")
     ]
-    assert read_result(bizon)["status"] == "success"
+    assert read_result(bizon.cwd / "result.json")["status"] == "success"
 
 
 def test_example_pokemon_to_json(bizon, pokeapi):
@@ -95,7 +93,7 @@ def test_a_failing_page_fails_the_run_and_publishes_nothing(bizon, pokeapi):
                    when=lambda request: request.param("offset") == "20")
     block = source(pokeapi, "item", http={"retries": {"total": 2}})
     run(bizon, pipeline("poke", block, file_destination("items")), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "after 3 attempts" in outcome["error"]
     assert "offset=20&limit=20 returned 503" in outcome["error"]
@@ -105,7 +103,7 @@ def test_a_failing_page_fails_the_run_and_publishes_nothing(bizon, pokeapi):
 def test_unreachable_api_fails_the_connection_check(bizon, pokeapi):
     pokeapi.inject("/api/v2/pokemon", Fault(status=500), times=None)
     run(bizon, pipeline("poke", source(pokeapi)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "error while connecting to source" in outcome["error"]
     assert "returned 500" in outcome["error"]

@@ -18,7 +18,10 @@ from conftest_postgres import (  # noqa: F401 (fixtures)
     start_postgres,
     stop_postgres,
 )
-from test_engine_support import generator, kill, read_result, spawn, wait_for
+from support.exactly_once import assert_exactly_once
+from support.pipelines import generator
+from support.processes import kill, spawn, wait_for
+from support.results import read_result
 
 
 def staged_rows(pg, table="out_incremental"):
@@ -128,9 +131,7 @@ def test_kill_and_resume_many_times_loses_and_duplicates_nothing(bizon, pg, mode
     config(0)
     bizon.run("run", "p.yml", "--result-json", "r.json", timeout=600, check=0)
 
-    ids = pg.ids()
-    assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} duplicated rows"
-    assert ids == list(range(count)), f"{count - len(set(ids))} lost rows"
+    assert_exactly_once(pg.ids(), range(count), what="rows")
     assert read_result(bizon.cwd / "r.json")["status"] == "success"
     statuses = [job["status"] for job in pg.jobs()]
     # One job did the work, resumed after every kill (a stream job stays running). A kill between

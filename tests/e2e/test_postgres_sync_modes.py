@@ -11,14 +11,9 @@ from datetime import datetime, timedelta, timezone
 import yaml
 
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401 (fixtures)
-from test_engine_support import (
-    generator,
-    parse_iso,
-    read_result,
-    spawn,
-    wait_for,
-    window_start_for,
-)
+from support.pipelines import generator, window_start_for
+from support.processes import spawn, wait_for
+from support.results import parse_iso, read_result
 
 
 def parse_backend_time(text: str) -> datetime:

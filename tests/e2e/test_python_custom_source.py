@@ -4,14 +4,15 @@ config class. Connectors spec §4.2."""
 
 from __future__ import annotations
 
-import json
-
-from test_python_support import DATA, needs_custom_source, pipeline
+from support.paths import PYTHON_DATA
+from support.pipelines import pipeline
+from support.python import needs_custom_source
+from support.results import read_result
 
 pytestmark = needs_custom_source
 
-PAGINATED = str(DATA / "paginated_source.py")
-INCREMENTAL = str(DATA / "incremental_source.py")
+PAGINATED = str(PYTHON_DATA / "paginated_source.py")
+INCREMENTAL = str(PYTHON_DATA / "incremental_source.py")
 
 
 def test_paginated_source_writes_every_page(bizon):
@@ -22,7 +23,7 @@ def test_paginated_source_writes_every_page(bizon):
     assert [row["source_record_id"] for row in rows] == ["1", "2", "3", "4", "5"]
     # No transform: json.dumps(data, ensure_ascii=False), non-ASCII kept.
     assert rows[3]["source_data"] == '{"id": 4, "name": "北极熊", "habitat": "arctic"}'
-    outcome = json.loads((bizon.cwd / "result.json").read_text())
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["status"] == "success" and outcome["records_written"] == 5
 
 

@@ -5,20 +5,20 @@ and transforms alike, in the thread runner and in the process runner's transform
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from test_engine_support import read_result
-from test_python_support import DATA, DUMMY_SOURCE, needs_custom_source, needs_transforms, pipeline
+from support.paths import PYTHON_DATA
+from support.pipelines import dummy, pipeline
+from support.python import needs_custom_source, needs_transforms
+from support.results import read_result, source_data
 
 pytestmark = [needs_custom_source, needs_transforms]
 
-PYDANTIC2 = str(DATA / "pydantic2_source.py")
-VENV_PACKAGE = str(DATA / "venv_package_source.py")
+PYDANTIC2 = str(PYTHON_DATA / "pydantic2_source.py")
+VENV_PACKAGE = str(PYTHON_DATA / "venv_package_source.py")
 # Pure Python, on PyPI, not packaged by Debian (`apt-cache policy python3-pyhumps`: none), not in
 # bizon's requirements: importable only from the test's virtualenv.
 PACKAGE = "pyhumps==3.8.0"
@@ -47,14 +47,12 @@ def other_python_venv(tmp_path) -> Path:
 
 
 def config_text(name: str, source: dict, transforms=None, runner: dict | None = None) -> str:
-    config = yaml.safe_load(pipeline(name, source, transforms))
+    root = {}
+    if transforms is not None:
+        root["transforms"] = transforms
     if runner is not None:
-        config["engine"] = {"runner": runner}
-    return yaml.safe_dump(config, sort_keys=False)
-
-
-def data_of(rows):
-    return [json.loads(row["source_data"]) for row in rows]
+        root["engine"] = {"runner": runner}
+    return pipeline(name, source, **root)
 
 
 # --- pydantic 2 --------------------------------------------------------------------------------
@@ -65,7 +63,7 @@ def test_pydantic2_source_runs_and_its_validator_clamps(bizon):
     config = bizon.write("config.yml", config_text("clamped", source))
     bizon.run("run", config, env=NO_VENV, check=0)
 
-    records = data_of(bizon.read_ndjson("out.json"))
+    records = source_data(bizon.read_ndjson("out.json"))
     assert [record["index"] for record in records] == [0, 1, 2]
     assert {record["ratio"] for record in records} == {1.0}  # 7.5 clamped by the field_validator.
     assert {record["label"] for record in records} == {"kept by extra=allow"}
@@ -101,7 +99,7 @@ def test_venv_from_config_serves_a_custom_source_and_a_transform(bizon, venv, ru
     config = bizon.write("config.yml", config_text("people", source, TRANSFORM, engine))
     bizon.run("run", config, env=NO_VENV, check=0)
 
-    assert data_of(bizon.read_ndjson("out.json")) == [
+    assert source_data(bizon.read_ndjson("out.json")) == [
         {"rowId": 1, "firstName": "ada", "snake": "first_name"},
         {"rowId": 2, "firstName": "grace", "snake": "first_name"},
     ]
@@ -110,9 +108,9 @@ def test_venv_from_config_serves_a_custom_source_and_a_transform(bizon, venv, ru
 def test_venv_from_config_reaches_process_runner_workers(bizon, venv):
     # A built-in source: only the transform workers' interpreters import from the venv.
     engine = {"type": "process", "config": {"python_env": str(venv), "max_workers": 2}}
-    config = bizon.write("config.yml", config_text("creatures", DUMMY_SOURCE, TRANSFORM, engine))
+    config = bizon.write("config.yml", config_text("creatures", dummy(), TRANSFORM, engine))
     bizon.run("run", config, env=NO_VENV, check=0)
-    records = data_of(bizon.read_ndjson("out.json"))
+    records = source_data(bizon.read_ndjson("out.json"))
     assert records and {record["snake"] for record in records} == {"first_name"}
 
 
@@ -121,7 +119,7 @@ def test_active_virtualenv_is_used(bizon, venv, runner):
     source = {"name": "people", "stream": "people", "source_file_path": VENV_PACKAGE}
     config = bizon.write("config.yml", config_text("people", source, TRANSFORM, {"type": runner}))
     bizon.run("run", config, env={"VIRTUAL_ENV": str(venv)}, check=0)
-    assert [record["snake"] for record in data_of(bizon.read_ndjson("out.json"))] == ["first_name"] * 2
+    assert [record["snake"] for record in source_data(bizon.read_ndjson("out.json"))] == ["first_name"] * 2
 
 
 def test_without_the_venv_the_package_is_missing(bizon):
@@ -142,9 +140,9 @@ def test_sys_path_order_is_the_same_in_workers(bizon, venv, tmp_path):
     paths = {}
     for runner in ("thread", "process"):
         engine = {"type": runner, "config": {"python_env": str(venv), "max_workers": 1}}
-        config = bizon.write("config.yml", config_text("creatures", DUMMY_SOURCE, SYS_PATH, engine))
+        config = bizon.write("config.yml", config_text("creatures", dummy(), SYS_PATH, engine))
         bizon.run("run", config, env={**NO_VENV, "PYTHONPATH": str(extra)}, check=0)
-        paths[runner] = data_of(bizon.read_ndjson("out.json"))[0]["path"]
+        paths[runner] = source_data(bizon.read_ndjson("out.json"))[0]["path"]
     path = paths["thread"]
     assert paths["process"] == path
     private = [entry for entry in path if entry.endswith("python-site") or entry.endswith("lib/bizon/python")]
@@ -159,14 +157,14 @@ def test_pythonpath_comes_before_the_venv(bizon, venv, tmp_path):
     shadow = tmp_path / "shadow"
     shadow.mkdir()
     (shadow / "humps.py").write_text("def decamelize(text):\n    return 'from PYTHONPATH'\n")
-    config = bizon.write("config.yml", config_text("creatures", DUMMY_SOURCE, TRANSFORM))
+    config = bizon.write("config.yml", config_text("creatures", dummy(), TRANSFORM))
     bizon.run("run", config, env={"VIRTUAL_ENV": str(venv), "PYTHONPATH": str(shadow)}, check=0)
-    assert {record["snake"] for record in data_of(bizon.read_ndjson("out.json"))} == {"from PYTHONPATH"}
+    assert {record["snake"] for record in source_data(bizon.read_ndjson("out.json"))} == {"from PYTHONPATH"}
 
 
 def test_venv_of_another_python_in_config_is_refused_naming_both_versions(bizon, other_python_venv):
     engine = {"config": {"python_env": str(other_python_venv)}}
-    config = bizon.write("config.yml", config_text("creatures", DUMMY_SOURCE, TRANSFORM, engine))
+    config = bizon.write("config.yml", config_text("creatures", dummy(), TRANSFORM, engine))
     for command in (["config", "validate", config], ["run", config]):
         result = bizon.run(*command, env=NO_VENV)
         output = result.stdout + result.stderr
@@ -188,7 +186,7 @@ def test_active_virtualenv_of_another_python_is_refused(bizon, other_python_venv
 
 def test_missing_python_env_is_a_config_error(bizon, tmp_path):
     engine = {"config": {"python_env": str(tmp_path / "nowhere")}}
-    config = bizon.write("config.yml", config_text("creatures", DUMMY_SOURCE, None, engine))
+    config = bizon.write("config.yml", config_text("creatures", dummy(), None, engine))
     result = bizon.run("config", "validate", config, env=NO_VENV)
     assert result.returncode != 0
     assert "engine.runner.config.python_env: no such Python environment" in result.stdout + result.stderr

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
-from test_python_support import DATA, needs_custom_source, needs_transforms
+from support.paths import PYTHON_DATA
+from support.pipelines import file_destination, generator, pipeline
+from support.python import needs_custom_source, needs_transforms
+from support.results import read_result
 
 COUNT = 6000
 PAGE = 250  # 24 batches: every worker gets several.
@@ -24,18 +26,9 @@ def generator_pipeline(name: str, transforms: list[dict], runner: str = "process
     runner_config: dict = {"max_workers": workers}
     if python_timeout is not None:
         runner_config["python_timeout"] = python_timeout
-    config = {
-        "name": name,
-        "source": {"name": "generator", "stream": "records", "count": count, "page_size": PAGE},
-        "destination": {"name": "file", "config": {"destination_id": "out", "buffer_size": 0}},
-        "transforms": transforms,
-        "engine": {"runner": {"type": runner, "config": runner_config}},
-    }
-    return yaml.safe_dump(config, sort_keys=False)
-
-
-def read_outcome(bizon) -> dict:
-    return json.loads((bizon.cwd / "result.json").read_text())
+    return pipeline(name, generator(count=count, page_size=PAGE), file_destination(buffer_size=0),
+                    transforms=transforms,
+                    engine={"runner": {"type": runner, "config": runner_config}})
 
 
 @needs_transforms
@@ -81,7 +74,7 @@ def test_raising_transform_in_a_worker_fails_the_run_and_publishes_nothing(bizon
     assert "Error applying transformation 'boom' to record '4321'" in result.stderr
     assert "KeyError" in result.stderr
     assert "Traceback (most recent call last):" in result.stderr
-    outcome = read_outcome(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "transform"
     assert outcome["consumer"] == "transform_error"
     assert not (bizon.cwd / "out.json").exists() or bizon.read_ndjson("out.json") == []
@@ -96,7 +89,7 @@ def test_a_worker_killed_mid_run_fails_the_run_cleanly(bizon):
 
     assert result.returncode != 0
     assert "was killed by signal 9" in result.stderr
-    outcome = read_outcome(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "transform"
     assert not (bizon.cwd / "out.json").exists() or bizon.read_ndjson("out.json") == []
 
@@ -111,7 +104,7 @@ def test_a_transform_that_never_returns_fails_after_python_timeout(bizon, runner
 
     assert result.returncode != 0
     assert "'spin'" in result.stderr and "no result after 1 s" in result.stderr
-    assert read_outcome(bizon)["failure_class"] == "transform"
+    assert read_result(bizon.cwd / "result.json")["failure_class"] == "transform"
 
 
 @needs_custom_source
@@ -120,17 +113,13 @@ def test_a_transform_that_never_returns_fails_after_python_timeout(bizon, runner
     ("wrong_type", "SourceIteration"),
 ])
 def test_a_misbehaving_custom_source_fails_the_run_with_a_clear_error(bizon, stream, expected):
-    config = {
-        "name": f"misbehaving-{stream}",
-        "source": {"name": "misbehaving", "stream": stream,
-                   "source_file_path": str(DATA / "misbehaving_source.py")},
-        "destination": {"name": "file", "config": {"destination_id": "out"}},
-        "engine": {"runner": {"type": "thread", "config": {"python_timeout": 1}}},
-    }
-    path = bizon.write("config.yml", yaml.safe_dump(config, sort_keys=False))
+    source = {"name": "misbehaving", "stream": stream,
+              "source_file_path": str(PYTHON_DATA / "misbehaving_source.py")}
+    engine = {"runner": {"type": "thread", "config": {"python_timeout": 1}}}
+    path = bizon.write("config.yml", pipeline(f"misbehaving-{stream}", source, engine=engine))
     result = bizon.run("run", path, "--result-json", "result.json", timeout=120)
 
     assert result.returncode != 0
     assert expected in result.stderr
-    assert read_outcome(bizon)["failure_class"] == "source"
+    assert read_result(bizon.cwd / "result.json")["failure_class"] == "source"
     assert not (bizon.cwd / "out.json").exists() or bizon.read_ndjson("out.json") == []

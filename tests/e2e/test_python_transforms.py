@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import json
 
-from test_python_support import DATA, DUMMY_SOURCE, needs_custom_source, needs_transforms, pipeline
-
-CREATURES = [
-    {"id": 9898, "name": "bizon", "age": 26},
-    {"id": 88787, "name": "croco", "age": 23},
-    {"id": 98, "name": "froggy", "age": 26},
-    {"id": 3333, "name": "turtle", "age": 23},
-    {"id": 56565, "name": "poulpo", "age": 26},
-]
+from support.paths import PYTHON_DATA
+from support.pipelines import CREATURES, dummy, file_destination, pipeline
+from support.python import needs_custom_source, needs_transforms
+from support.results import read_result
 
 
 @needs_transforms
 def test_transform_mutates_each_record(bizon):
     transforms = [{"label": "older", "python": "data['age'] += 1\ndata['name'] = data['name'] + ' é'"}]
-    config = bizon.write("config.yml", pipeline("transform", DUMMY_SOURCE, transforms))
+    config = bizon.write("config.yml", pipeline("transform", dummy(), transforms=transforms))
     bizon.run("run", config, check=0)
 
     rows = bizon.read_ndjson("out.json")
@@ -30,7 +25,8 @@ def test_transform_mutates_each_record(bizon):
 
 @needs_transforms
 def test_data_none_writes_null(bizon):
-    config = bizon.write("config.yml", pipeline("none", DUMMY_SOURCE, [{"label": "drop", "python": "data = None"}]))
+    drop = [{"label": "drop", "python": "data = None"}]
+    config = bizon.write("config.yml", pipeline("none", dummy(), transforms=drop))
     bizon.run("run", config, check=0)
     assert [row["source_data"] for row in bizon.read_ndjson("out.json")] == ["null"] * 5
 
@@ -38,10 +34,12 @@ def test_data_none_writes_null(bizon):
 @needs_transforms
 @needs_custom_source
 def test_transformed_output_is_ascii_escaped_and_raw_output_is_not(bizon):
-    source = {"name": "animals", "stream": "animals", "source_file_path": str(DATA / "paginated_source.py")}
-    plain = bizon.write("plain.yml", pipeline("plain", source, destination_id="plain"))
+    source = {"name": "animals", "stream": "animals", "source_file_path": str(PYTHON_DATA / "paginated_source.py")}
+    plain = bizon.write("plain.yml", pipeline("plain", source, file_destination("plain")))
     bizon.run("run", plain, check=0)
-    passed = bizon.write("passed.yml", pipeline("passed", source, [{"label": "noop", "python": "pass"}], "passed"))
+    noop = [{"label": "noop", "python": "pass"}]
+    passed = bizon.write("passed.yml",
+                         pipeline("passed", source, file_destination("passed"), transforms=noop))
     bizon.run("run", passed, check=0)
 
     raw = [row["source_data"] for row in bizon.read_ndjson("plain.json")]
@@ -54,14 +52,14 @@ def test_transformed_output_is_ascii_escaped_and_raw_output_is_not(bizon):
 @needs_transforms
 def test_raising_transform_fails_the_run_with_label_record_and_traceback(bizon):
     transforms = [{"label": "boom", "python": "if data['name'] == 'froggy':\n    raise ValueError('no frogs')"}]
-    config = bizon.write("config.yml", pipeline("boom", DUMMY_SOURCE, transforms))
+    config = bizon.write("config.yml", pipeline("boom", dummy(), transforms=transforms))
     result = bizon.run("run", config, "--result-json", "result.json")
 
     assert result.returncode != 0
     assert "Error applying transformation 'boom' to record '98'" in result.stderr
     assert "ValueError: no frogs" in result.stderr
     assert "Traceback (most recent call last):" in result.stderr
-    outcome = json.loads((bizon.cwd / "result.json").read_text())
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["status"] == "failure"
     assert outcome["failure_class"] == "transform"
     assert outcome["consumer"] == "transform_error"

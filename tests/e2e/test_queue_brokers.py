@@ -8,12 +8,9 @@ duplicated), or nothing published at all after a producer failure.
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import subprocess
 import uuid
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -23,16 +20,10 @@ from conftest import Bizon
 from conftest_kafka import kafka  # noqa: F401 (fixture)
 from conftest_postgres import pg, postgres  # noqa: F401 (fixtures)
 from conftest_rabbitmq import rabbitmq  # noqa: F401 (fixture)
-from test_engine_support import (
-    State,
-    file_destination,
-    generator,
-    ids_in,
-    kill,
-    pipeline,
-    read_result,
-    wait_for,
-)
+from support.exactly_once import assert_ids_exactly_once
+from support.pipelines import file_destination, generator, pipeline
+from support.processes import kill, spawn, wait_for
+from support.results import State, ids_in, read_result
 
 BROKERS = ["kafka", "rabbitmq"]
 
@@ -88,17 +79,7 @@ def config_for(bizon, broker: Broker, count: int, page_size: int, name="queued",
 
 def start(bizon, *args, log: str) -> subprocess.Popen:
     """Starts bizon with its stderr in a file of the working directory, to read while it runs."""
-    handle = open(bizon.cwd / log, "w")
-    process = subprocess.Popen(
-        [str(bizon.binary), *map(str, args)],
-        cwd=bizon.cwd,
-        env=dict(os.environ),
-        stdout=subprocess.DEVNULL,
-        stderr=handle,
-        text=True,
-    )
-    handle.close()
-    return process
+    return spawn(bizon, *args, log=bizon.cwd / log)
 
 
 def finish(process: subprocess.Popen, timeout: float = 240) -> int:
@@ -108,16 +89,6 @@ def finish(process: subprocess.Popen, timeout: float = 240) -> int:
 
 def log_of(bizon, name: str) -> str:
     return (bizon.cwd / name).read_text()
-
-
-def assert_exactly_once(bizon, count: int) -> None:
-    ids = ids_in(bizon.read_ndjson("out.json"))
-    duplicated = {i: n for i, n in Counter(ids).items() if n > 1}
-    missing = set(range(count)) - set(ids)
-    assert not duplicated and not missing, (
-        f"{len(ids)} rows: {len(duplicated)} duplicated (e.g. {list(duplicated)[:5]}), "
-        f"{len(missing)} missing (e.g. {sorted(missing)[:5]})"
-    )
 
 
 def written_cursors(bizon) -> int:
@@ -139,7 +110,7 @@ def test_two_processes_deliver_every_record_exactly_once(bizon, broker):
                      log="consumer.log")
     assert finish(consumer) == 0, log_of(bizon, "consumer.log")
     assert finish(producer) == 0, log_of(bizon, "producer.log")
-    assert_exactly_once(bizon, count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
 
     produced, consumed = read_result(bizon.cwd / "p.json"), read_result(bizon.cwd / "c.json")
     assert (produced["role"], produced["producer"], produced["consumer"]) == (
@@ -168,7 +139,7 @@ def test_hosts_sharing_a_postgres_backend(bizon, broker, pg):  # noqa: F811
                      "--result-json", "c.json", log="consumer.log")
     assert finish(consumer) == 0, log_of(bizon, "consumer.log")
     assert finish(producer) == 0, log_of(producer_host, "producer.log")
-    assert_exactly_once(bizon, count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
     assert not (producer_host.cwd / "out.json").exists()
     assert [job["status"] for job in pg.jobs()] == ["succeeded"]
     assert read_result(producer_host.cwd / "p.json")["job_id"] == pg.jobs()[0]["id"]
@@ -189,7 +160,7 @@ def test_role_all_runs_both_sides_through_the_broker(bizon, broker):
     config = config_for(bizon, broker, count, page_size=1000)
     result = bizon.run("run", config, "--result-json", "r.json", timeout=240, check=0)
     assert f"to {broker.kind} " in result.stderr, result.stderr
-    assert_exactly_once(bizon, count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
     outcome = read_result(bizon.cwd / "r.json")
     assert (outcome["producer"], outcome["consumer"]) == ("success", "success")
     assert "role" not in outcome
@@ -197,7 +168,7 @@ def test_role_all_runs_both_sides_through_the_broker(bizon, broker):
 
     # A second full refresh runs a new job through the same queue and replaces the file.
     bizon.run("run", config, timeout=240, check=0)
-    assert_exactly_once(bizon, count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
     assert [job["status"] for job in State(bizon.cwd).jobs()] == ["succeeded", "succeeded"]
 
 
@@ -248,7 +219,7 @@ def test_killed_consumer_restarts_without_loss_or_duplicates(bizon, broker):
     assert finish(restarted) == 0, log_of(bizon, "consumer2.log")
     assert finish(producer) == 0, log_of(bizon, "producer.log")
     assert "treating it as interrupted" in log_of(bizon, "consumer2.log")
-    assert_exactly_once(bizon, count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
     jobs = State(bizon.cwd).jobs()
     assert [job["status"] for job in jobs] == ["succeeded"], "the restart resumed the same job"
 
@@ -269,7 +240,7 @@ def test_broker_restart_mid_run_loses_nothing(bizon, broker):
     broker.server.restart()
     assert finish(consumer, timeout=400) == 0, log_of(bizon, "consumer.log")
     assert finish(producer, timeout=400) == 0, log_of(bizon, "producer.log")
-    assert_exactly_once(bizon, count)
+    assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
     if broker.kind == "rabbitmq":  # librdkafka reconnects silently; rabbitmq-c is ours to drive.
         assert "reconnecting" in log_of(bizon, "consumer.log")
 

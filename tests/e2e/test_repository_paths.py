@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.paths import ROOT
 
 ALLOW_MARKER = "repo-path: ok"
 

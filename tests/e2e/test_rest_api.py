@@ -4,15 +4,13 @@ windows and state, against tests/fakes/fake_rest_api.py."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_rest_api import FakeRestApi  # noqa: E402
-from harness import file_destination, pipeline, read_result, run, source_data  # noqa: E402
+from fake_rest_api import FakeRestApi
+from support.http_sources import run
+from support.pipelines import pipeline
+from support.results import read_result, source_data
 
 ENDPOINTS = {
     "offset": {
@@ -145,7 +143,7 @@ def test_query_params_and_headers_from_the_config(bizon, api):
 def test_unknown_stream_is_a_config_error(bizon, api):
     result = run(bizon, pipeline("rest", rest(api, "nope")), check=1)
     assert "'nope' is not one of the endpoints" in result.stderr
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "config"
     assert outcome["error"].startswith("ConfigError: ")
     assert api.requests == []
@@ -154,7 +152,7 @@ def test_unknown_stream_is_a_config_error(bizon, api):
 def test_missing_record_id_fails_with_the_path(bizon, api):
     endpoints = {"single": {**ENDPOINTS["single"], "record_id": "uuid"}}
     run(bizon, pipeline("rest", rest(api, "single", endpoints=endpoints)), check=1)
-    result = read_result(bizon)
+    result = read_result(bizon.cwd / "result.json")
     assert result["failure_class"] == "source"
     assert "has no 'uuid'" in result["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -199,7 +197,8 @@ def test_incremental_windows_and_cursor_state(bizon, api):
 
 def test_incremental_without_a_block_is_refused(bizon, api):
     run(bizon, pipeline("rest", rest(api, "offset", sync_mode="incremental")), check=1)
-    assert "needs an incremental block" in read_result(bizon)["error"]
+    error = read_result(bizon.cwd / "result.json")["error"]
+    assert "needs an incremental block" in error
 
 
 def test_config_validate_reports_an_unknown_endpoint_with_its_line(bizon, api):

@@ -5,19 +5,15 @@ credentials, rate limiting, a failed job, the poll timeout and malformed answers
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-
-from fake_sana_ai import (  # noqa: E402
+from fake_sana_ai import (
     CLIENT_ID, CLIENT_SECRET, QUERY, RATE_LIMITED, FakeSanaAi, expected_records, report_csv)
-from fake_server import Fault  # noqa: E402
-from harness import (  # noqa: E402
-    file_destination, load_example, pipeline, read_result, retry_lines, run, source_data, waits)
+from fake_server import Fault
+from support.http_sources import retry_lines, run, waits
+from support.pipelines import file_destination, load_example, pipeline
+from support.results import read_result, source_data
 
 
 @pytest.fixture
@@ -79,7 +75,7 @@ def test_the_export_is_created_polled_downloaded_and_read(bizon, sana):
     assert [row["source_record_id"] for row in rows] == [str(i) for i in range(len(expected_records()))]
     assert source_data(rows) == expected_records()
     assert source_data(rows)[5]["user_status"] == "note:\nmulti-line"
-    assert read_result(bizon)["status"] == "success"
+    assert read_result(bizon.cwd / "result.json")["status"] == "success"
     paths = [(r.method, r.path) for r in sana.requests]
     job = sana.requests_to("/api/v1/reports/jobs")[0].path.rsplit("/", 1)[-1]
     # One token, one export, two pending polls and the successful one, then the download.
@@ -120,7 +116,7 @@ def test_refused_client_credentials_fail_clearly_without_the_secret(bizon, sana)
     block = source(sana)
     block["authentication"]["params"]["client_secret"] = wrong
     result = run(bizon, pipeline("sana", block), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert "401" in outcome["error"] and "Invalid client credentials" in outcome["error"]
     assert wrong not in result.stdout + result.stderr
@@ -142,7 +138,7 @@ def test_a_failed_job_ends_the_run_with_its_error(bizon, status):
     sana = FakeSanaAi(final_status=status, pending_polls=1).start()
     try:
         run(bizon, pipeline("sana", source(sana)), check=1)
-        outcome = read_result(bizon)
+        outcome = read_result(bizon.cwd / "result.json")
         assert outcome["failure_class"] == "source"
         assert f"the Sana export job ended without a report: job job-" in outcome["error"]
         assert f"status '{status}': relation \"analytics.nope\" does not exist" in outcome["error"]
@@ -159,7 +155,7 @@ def test_a_job_that_never_finishes_times_out(bizon):
         # Waits are scaled down in the tests; the timeout counts them as configured: polls at
         # 0, 3, ..., 30 s, then the next one would be past the 30 s.
         run(bizon, pipeline("sana", source(sana, poll_timeout=30)), check=1)
-        outcome = read_result(bizon)
+        outcome = read_result(bizon.cwd / "result.json")
         assert outcome["failure_class"] == "source"
         assert "did not finish within source.poll_timeout (30 s)" in outcome["error"]
         assert "still 'pending' after 11 polls" in outcome["error"]
@@ -182,7 +178,7 @@ def test_a_job_that_never_finishes_times_out(bizon):
 def test_a_malformed_answer_fails_the_run_and_publishes_nothing(bizon, sana, prefix, fault, message):
     sana.inject(prefix, fault)
     run(bizon, pipeline("sana", source(sana)), check=1)
-    outcome = read_result(bizon)
+    outcome = read_result(bizon.cwd / "result.json")
     assert outcome["failure_class"] == "source"
     assert message in outcome["error"]
     assert not (bizon.cwd / "out.json").exists()
@@ -191,7 +187,7 @@ def test_a_malformed_answer_fails_the_run_and_publishes_nothing(bizon, sana, pre
 def test_incremental_is_refused_as_the_report_has_none(bizon, sana):
     result = run(bizon, pipeline("sana", source(sana, sync_mode="incremental")), check=1)
     assert "does not support incremental" in result.stderr
-    assert read_result(bizon)["failure_class"] == "config"
+    assert read_result(bizon.cwd / "result.json")["failure_class"] == "config"
     assert sana.requests == []
 
 

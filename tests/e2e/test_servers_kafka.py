@@ -9,7 +9,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest_kafka import kafka  # noqa: F401 (fixture)
-from test_servers_support import server_pid
+from support.servers import server_pid
 
 
 def test_produce_then_consume_all_keeps_keys_headers_partitions_and_order(kafka):

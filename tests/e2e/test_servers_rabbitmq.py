@@ -8,7 +8,7 @@ import pika
 import pytest
 
 from conftest_rabbitmq import rabbitmq  # noqa: F401 (fixture)
-from test_servers_support import server_pid
+from support.servers import server_pid
 
 
 def test_publish_depth_get_and_purge(rabbitmq):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from test_servers_support import import_or_skip, servers_required, skip_or_fail
+from support.paths import ROOT
+from support.servers import import_or_skip, servers_required, skip_or_fail
 
 
 @pytest.mark.parametrize("value", ["true", "TRUE", "1", "yes"])
@@ -35,7 +35,7 @@ def test_outside_ci_a_missing_server_skips(monkeypatch, value):
         import_or_skip("no_such_client_library_for_bizon_tests")
 
 
-UNIT_TESTS = Path(__file__).resolve().parents[2] / "build" / "dev" / "bizon_unit_tests"
+UNIT_TESTS = ROOT / "build" / "dev" / "bizon_unit_tests"
 # The C++ suites that need a server: PostgreSQL, the BigQuery and GCS emulators.
 SERVER_SUITES = ("PostgresBackendTest.*:PostgresDestinationTest.*:BigQueryBackendTest.*:"
                  "*BackendConformanceTest.*:GcsClientEmulatorTest.*:BigQueryClientEmulatorTest.*")

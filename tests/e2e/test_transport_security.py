@@ -16,12 +16,12 @@ import subprocess
 import uuid
 
 import pytest
-import yaml
 
 from conftest_kafka import AdminClient, kafka  # noqa: F401 (fixture)
 from conftest_postgres import _psql
-from test_engine_support import file_destination, generator, ids_in, pipeline
-from test_servers_support import run_servers, skip_or_fail
+from support.pipelines import file_destination, generator, pipeline
+from support.results import ids_in
+from support.servers import run_servers, skip_or_fail
 
 TLS_FILES = ["BIZON_TLS_CA", "BIZON_TLS_CLIENT_CERT", "BIZON_TLS_CLIENT_KEY", "BIZON_TLS_OTHER_CA",
              "BIZON_TLS_OTHER_CLIENT_CERT", "BIZON_TLS_OTHER_CLIENT_KEY"]

@@ -1,4 +1,5 @@
-"""Helpers for the embedded-Python end-to-end tests (test_python_*.py). It holds no tests.
+"""The embedded-Python probes of the end-to-end tests (test_python_*.py and the tests that use a
+transform or a custom source).
 
 The transforms and custom sources of src/python/ reach `bizon run` once the engine routes them;
 until then the tests skip, on a probe: a tiny run whose error says the build lacks the runtime.
@@ -7,60 +8,38 @@ until then the tests skip, on a probe: a tiny run whose error says the build lac
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "e2e" / "data" / "python"
+from support.paths import PYTHON_DATA, bizon_binary
+from support.pipelines import dummy, pipeline
+
 NOT_WIRED = (
     "transforms need the embedded Python runtime",
     "is declared but not implemented",
 )
 
 # The Debezium events the custom source emits, for computing the expected output.
-sys.path.insert(0, str(DATA))
-from debezium_events import change_events  # noqa: E402
-
-DUMMY_SOURCE = {
-    "name": "dummy",
-    "stream": "creatures",
-    "authentication": {"type": "api_key", "params": {"token": "dummy_key"}},
-}
-
-
-def pipeline(name: str, source: dict, transforms: list[dict] | None = None, destination_id="out") -> str:
-    config = {
-        "name": name,
-        "source": source,
-        "destination": {"name": "file", "config": {"destination_id": destination_id}},
-    }
-    if transforms is not None:
-        config["transforms"] = transforms
-    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
-
-
-def _binary() -> Path:
-    return Path(os.environ.get("BIZON_BIN", ROOT / "build" / "dev" / "bizon")).resolve()
+sys.path.insert(0, str(PYTHON_DATA))
+from debezium_events import change_events  # noqa: E402,F401
 
 
 @functools.lru_cache(maxsize=None)
 def missing_capability(kind: str) -> str | None:
     """Why `kind` ("transforms" or "custom_source") cannot run through this binary, or None."""
-    binary = _binary()
+    binary = bizon_binary()
     if not binary.exists():
         return None  # conftest's bizon_bin fixture fails the test with the right message.
     if kind == "transforms":
-        config = pipeline("probe", DUMMY_SOURCE, [{"label": "probe", "python": "data = data"}])
+        config = pipeline("probe", dummy(), transforms=[{"label": "probe", "python": "data = data"}])
         extra = []
     else:
         config = pipeline("probe", {"name": "probe_animals", "stream": "animals"})
-        extra = ["--custom-source", str(DATA / "paginated_source.py")]
+        extra = ["--custom-source", str(PYTHON_DATA / "paginated_source.py")]
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "probe.yml"
         path.write_text(config)

@@ -1,6 +1,6 @@
-"""Helpers only (no tests): run scripts/test-servers.sh for a fixture and read the connection
-settings it prints, and decide whether a missing server skips its suite or fails it. Used by the
-conftest_* modules."""
+"""The test servers: run scripts/test-servers.sh for a fixture and read the connection settings it
+prints, and decide whether a missing server skips its suite or fails it. Used by the conftest_*
+modules."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.paths import ROOT
+
 SERVERS = ROOT / "scripts" / "test-servers.sh"
 
 

@@ -1,0 +1,97 @@
+"""Runs a test watches, stops or kills: start bizon without waiting, SIGTERM or SIGKILL it, wait for
+a visible effect, and restart a killed run until it completes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+
+def spawn(bizon, *args, env=None, log: Path | None = None, cwd: Path | None = None
+          ) -> subprocess.Popen:
+    """Starts bizon without waiting, in `cwd` (default: the test's directory). Its stderr goes
+    to a pipe, or is appended to `log` when given, for a run that logs more than a pipe nobody
+    reads can hold."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    command = [str(bizon.binary), *map(str, args)]
+    if log is None:
+        return subprocess.Popen(command, cwd=cwd or bizon.cwd, env=full_env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with log.open("a") as sink:
+        return subprocess.Popen(command, cwd=cwd or bizon.cwd, env=full_env,
+                                stdout=subprocess.DEVNULL, stderr=sink, text=True)
+
+
+def kill(process: subprocess.Popen) -> None:
+    """SIGKILL: no destructor, no error path runs, as with an OOM kill or a pod deadline."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+
+
+def stop(process: subprocess.Popen, timeout: float = 60) -> str:
+    """SIGTERM, then the run must end by itself, successfully. Returns its stderr."""
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=timeout)
+    assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
+    return stderr
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.02, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def run_until_complete(bizon, config, rng, kills, delays=(0.1, 0.6), after_kill=None) -> int:
+    """Starts `bizon run` again and again, killing the first `kills` attempts after a random
+    delay, until one completes. Returns the number of kills that landed."""
+    landed = 0
+    for _ in range(kills * 4 + 20):
+        process = spawn(bizon, "run", config)
+        if landed < kills:
+            try:
+                process.wait(timeout=rng.uniform(*delays))
+            except subprocess.TimeoutExpired:
+                kill(process)
+                landed += 1
+                if after_kill:
+                    after_kill()
+                continue
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
+        return landed
+    raise AssertionError("the pipeline never completed")
+
+
+def children_of(pid: int) -> list[int]:
+    """Live processes whose parent is `pid` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
