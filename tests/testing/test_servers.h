@@ -1,7 +1,7 @@
 // The policy for tests that need a server (PostgreSQL, the BigQuery or GCS emulator): on a
 // developer's machine without it they skip; under CI (CI=true, as .ci/run sets it) every server
 // must run, so a missing one fails instead of skipping unnoticed. The e2e suite follows the same
-// rule (tests/e2e/test_servers_support.py).
+// rule (tests/e2e/support/servers.py).
 #pragma once
 
 #include <gtest/gtest.h>
