@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs everything, builds the dev preset (ASan and
-# UBSan), starts the servers the tests need on loopback, and runs every test: GoogleTest through
-# ctest, the pytest end-to-end suite against the real binary, the install test, then each fuzz
-# target for 30 s.
+# UBSan), checks the code (scripts/lint.sh: clang-format, clang-tidy), starts the servers the tests
+# need on loopback, and runs every test: GoogleTest through ctest, the pytest end-to-end suite
+# against the real binary, the install test, then each fuzz target for 30 s.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-scripts/install-deps.sh --with-test-servers --with-fuzz
+scripts/install-deps.sh --with-test-servers --with-fuzz --with-lint
 scripts/build.sh dev
 scripts/python-env.sh
 # The BigQuery and GCS emulators' virtualenv (a no-op when it is up to date).
@@ -26,6 +26,8 @@ eval "$(scripts/test-servers.sh start)"
 trap 'scripts/test-servers.sh stop' EXIT
 
 status=0
+# Formatting and clang-tidy over the build's compile commands (every finding fails the run).
+scripts/lint.sh build/dev || status=$?
 ctest --preset dev || status=$?
 BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" \
   || status=$?

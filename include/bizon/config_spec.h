@@ -154,7 +154,7 @@ class OptionReader {
   /// `declaration`: the block's object spec (for a discriminated object, the variant the block's
   /// discriminator selects, else the default one). `block`: its value; null or absent reads as
   /// an empty block.
-  OptionReader(FieldSpec declaration, Value block);
+  OptionReader(const FieldSpec& declaration, Value block);
 
   int64_t Integer(std::string_view name);
   double Number(std::string_view name);
@@ -173,7 +173,7 @@ class OptionReader {
   const Status& status() const { return *status_; }
 
  private:
-  OptionReader(FieldSpec declaration, Value block, std::string path,
+  OptionReader(const FieldSpec& declaration, Value block, std::string path,
                std::shared_ptr<Status> status);
   const FieldSpec* Declared(std::string_view name);
   const Value* Read(std::string_view name, bool (Value::*has_type)() const);

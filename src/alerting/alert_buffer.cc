@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <iterator>
 #include <utility>
 
@@ -92,9 +93,10 @@ std::optional<std::vector<AlertEntry>> AlertBuffer::TakeDue(int64_t now_us, bool
   auto gather_us = static_cast<int64_t>(options_.gather_s * 1e6);
   if (!flushing && now_us - waiting_.front().first_seen_us < gather_us) return std::nullopt;
   size_t taken = std::min(options_.batch_max, waiting_.size());
+  auto end = waiting_.begin() + static_cast<std::ptrdiff_t>(taken);
   std::vector<AlertEntry> batch(std::make_move_iterator(waiting_.begin()),
-                                std::make_move_iterator(waiting_.begin() + taken));
-  waiting_.erase(waiting_.begin(), waiting_.begin() + taken);
+                                std::make_move_iterator(end));
+  waiting_.erase(waiting_.begin(), end);
   for (const AlertEntry& entry : batch) recent_[entry.key].posted_us = now_us;
   return batch;
 }

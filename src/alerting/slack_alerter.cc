@@ -179,8 +179,9 @@ SlackAlerter::Delivery SlackAlerter::Deliver(std::unique_lock<std::mutex>& lock,
   int failures = 0;
   int rate_limited = 0;
   while (true) {
-    for (double wait = bucket_.WaitSeconds(SteadyMicros()); wait > 0;
-         wait = bucket_.WaitSeconds(SteadyMicros())) {
+    while (true) {
+      double wait = bucket_.WaitSeconds(SteadyMicros());
+      if (wait <= 0) break;
       if (!WaitUntil(lock, SteadyMicros() + Micros(wait))) return Delivery::kOutOfTime;
     }
     int64_t now = SteadyMicros();
@@ -279,7 +280,7 @@ AlertPoster MakeWebhookPoster(std::string url) {
     request.raise_for_status = false;
     request.authenticate = false;
     AlertPostOutcome outcome;
-    Result<HttpResponse> response = session->Send(std::move(request));
+    Result<HttpResponse> response = session->Send(request);
     if (!response) {
       std::string error = response.error().message();
       for (size_t at = error.find(url); at != std::string::npos; at = error.find(url, at)) {

@@ -10,7 +10,10 @@
 #include "connectors/registration.h"
 #include "engine/transform_workers.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+/// The command line; exceptions escape to main().
+int Run(int argc, char** argv) {
   bizon::ConnectorRegistry registry;
   if (bizon::Status status = bizon::RegisterBuiltinConnectors(registry); !status.ok()) {
     std::fprintf(stderr, "internal error: %s\n", status.ToString().c_str());
@@ -40,6 +43,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
+  }
+  return context.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
   } catch (const std::exception& error) {
     // What escaped a command (`bizon run` reports its own in the result file): a clear line and
     // the exit code of an internal error, never an abort without a word.
@@ -49,5 +61,4 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "internal error (unknown): a non-standard exception\n");
     return 70;
   }
-  return context.exit_code;
 }

@@ -137,10 +137,10 @@ std::vector<FieldSpec> FieldsOf(const FieldSpec& declaration, std::string_view v
 
 }  // namespace
 
-OptionReader::OptionReader(FieldSpec declaration, Value block)
-    : OptionReader(std::move(declaration), std::move(block), "", std::make_shared<Status>()) {}
+OptionReader::OptionReader(const FieldSpec& declaration, Value block)
+    : OptionReader(declaration, std::move(block), "", std::make_shared<Status>()) {}
 
-OptionReader::OptionReader(FieldSpec declaration, Value block, std::string path,
+OptionReader::OptionReader(const FieldSpec& declaration, Value block, std::string path,
                            std::shared_ptr<Status> status)
     : variant_(VariantOf(declaration, block)),
       fields_(FieldsOf(declaration, variant_)),
@@ -303,6 +303,7 @@ VariantSpec AuthVariant(const std::string& type) {
 
 FieldSpec AuthenticationField(const std::vector<std::string>& types, bool required) {
   std::vector<VariantSpec> variants;
+  variants.reserve(types.size());
   for (const std::string& type : types) variants.push_back(AuthVariant(type));
   Option field = Option::Variants("authentication", "type", std::move(variants),
                                   "How the source authenticates: type and params.");

@@ -40,10 +40,12 @@ void RecordBatch::AppendRange(const RecordBatch& other, size_t begin, size_t end
   size_t before = size();
   append_text(ids_, id_offsets_, other.ids_, other.id_offsets_, begin, end);
   append_text(payloads_, payload_offsets_, other.payloads_, other.payload_offsets_, begin, end);
-  timestamps_us_.insert(timestamps_us_.end(), other.timestamps_us_.begin() + begin,
-                        other.timestamps_us_.begin() + end);
-  extracted_at_us_.insert(extracted_at_us_.end(), other.extracted_at_us_.begin() + begin,
-                          other.extracted_at_us_.begin() + end);
+  timestamps_us_.insert(timestamps_us_.end(),
+                        other.timestamps_us_.begin() + static_cast<std::ptrdiff_t>(begin),
+                        other.timestamps_us_.begin() + static_cast<std::ptrdiff_t>(end));
+  extracted_at_us_.insert(extracted_at_us_.end(),
+                          other.extracted_at_us_.begin() + static_cast<std::ptrdiff_t>(begin),
+                          other.extracted_at_us_.begin() + static_cast<std::ptrdiff_t>(end));
   if (other.has_destination_ids_ || has_destination_ids_) {
     destination_ids_.resize(before);
     for (size_t i = begin; i < end; ++i) destination_ids_.emplace_back(other.destination_id(i));

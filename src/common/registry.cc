@@ -36,12 +36,14 @@ const DestinationDescriptor* ConnectorRegistry::FindDestination(std::string_view
 
 std::vector<const SourceDescriptor*> ConnectorRegistry::sources() const {
   std::vector<const SourceDescriptor*> out;
+  out.reserve(sources_.size());
   for (const auto& [name, descriptor] : sources_) out.push_back(&descriptor);
   return out;
 }
 
 std::vector<const DestinationDescriptor*> ConnectorRegistry::destinations() const {
   std::vector<const DestinationDescriptor*> out;
+  out.reserve(destinations_.size());
   for (const auto& [name, descriptor] : destinations_) out.push_back(&descriptor);
   return out;
 }

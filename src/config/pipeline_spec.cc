@@ -11,6 +11,7 @@ namespace {
 void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& variant) {
   std::vector<FieldSpec> fields = CommonSourceFields();
   std::vector<std::string> stream_names;
+  stream_names.reserve(descriptor.streams.size());
   for (const StreamSpec& stream : descriptor.streams) stream_names.push_back(stream.name);
   for (FieldSpec& field : fields) {
     if (field.name == "stream" && !descriptor.streams_from_config) {

@@ -36,7 +36,7 @@ std::string TypeText(const FieldSpec& field) {
   return "";
 }
 
-std::string Escape(std::string text) {
+std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     if (c == '|') {
@@ -58,7 +58,7 @@ void Rows(std::string& out, const std::vector<FieldSpec>& fields, const std::str
       default_text = fmt::format("`{}`", field.default_value->ToJson());
     }
     std::string notes = field.description;
-    if (field.required) notes = "**required.** " + notes;
+    if (field.required) notes.insert(0, "**required.** ");
     if (field.secret) notes += " Secret: masked in output.";
     if (!field.deprecated.empty()) notes += " Deprecated: " + field.deprecated + ".";
     out += fmt::format("| `{}` | {} | {} | {} |\n", name, TypeText(field), Escape(default_text),

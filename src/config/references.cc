@@ -15,6 +15,15 @@
 namespace bizon {
 namespace {
 
+/// "a.b" for `key` under `path`; `key` alone at the top.
+std::string JoinPath(const std::string& path, const std::string& key) {
+  if (path.empty()) return key;
+  std::string joined;
+  joined.reserve(path.size() + 1 + key.size());
+  joined.append(path).append(".").append(key);
+  return joined;
+}
+
 // `<scheme>://<path>`: scheme of lowercase letters, digits and underscores; path non-empty.
 const std::regex kReferencePattern("^([a-z0-9_]+)://([\\s\\S]+)$");
 
@@ -75,7 +84,7 @@ void CollectInto(const Value& node, const std::string& path, std::vector<Referen
                  std::vector<ReferenceSite>* malformed) {
   if (node.is_map()) {
     for (const auto& [key, child] : node.AsMap()) {
-      CollectInto(child, path.empty() ? key : path + "." + key, sites, malformed);
+      CollectInto(child, JoinPath(path, key), sites, malformed);
     }
   } else if (node.is_list()) {
     const auto& list = node.AsList();
@@ -172,7 +181,7 @@ Status ReferenceResolver::ResolveAll(Value& config, std::string_view file_name) 
     Status Walk(Value& node, const std::string& path) {
       if (node.is_map()) {
         for (auto& [key, child] : node.AsMap()) {
-          BIZON_RETURN_IF_ERROR(Walk(child, path.empty() ? key : path + "." + key));
+          BIZON_RETURN_IF_ERROR(Walk(child, JoinPath(path, key)));
         }
       } else if (node.is_list()) {
         auto& list = node.AsList();

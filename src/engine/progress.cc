@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "bizon/clock.h"
@@ -16,7 +17,7 @@ constexpr int64_t kTerminalRefreshUs = 250'000;
 constexpr int64_t kLogIntervalUs = 10'000'000;
 
 std::string Duration(double seconds) {
-  int64_t total = static_cast<int64_t>(seconds + 0.5);
+  int64_t total = std::llround(seconds);
   return fmt::format("{}:{:02}:{:02}", total / 3600, (total / 60) % 60, total % 60);
 }
 

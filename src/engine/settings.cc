@@ -54,8 +54,8 @@ Result<PipelineSettings> ReadSettings(const LoadedConfig& loaded) {
   std::string runner_type = config.FindPath("engine.runner.type")->AsString();
   std::optional<RunnerKind> kind = ParseRunnerKind(runner_type);
   if (!kind) {
-    return Fail(InvalidArgumentError(fmt::format("{}: engine.runner.type: unknown runner '{}'",
-                                                 loaded.file_name, runner_type)));
+    return Fail(InvalidArgumentError(
+        fmt::format("{}: engine.runner.type: unknown runner '{}'", loaded.file_name, runner_type)));
   }
   settings.runner = *kind;
   const Value* runner = config.FindPath("engine.runner");

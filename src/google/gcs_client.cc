@@ -178,8 +178,8 @@ GcsClient::GcsClient(GcsClientOptions options, std::string endpoint, bool emulat
   upload_session_ = std::make_unique<HttpSession>(std::move(session));
 }
 
-Result<HttpResponse> GcsClient::Send(HttpRequest request, HttpSession* session) {
-  auto response = (session != nullptr ? session : session_.get())->Send(std::move(request));
+Result<HttpResponse> GcsClient::Send(const HttpRequest& request, HttpSession* session) {
+  auto response = (session != nullptr ? session : session_.get())->Send(request);
   if (!response) return Fail(Untagged(response.error()));
   return response;
 }

@@ -179,7 +179,7 @@ class GcsClient {
  private:
   GcsClient(GcsClientOptions options, std::string endpoint, bool emulator);
 
-  Result<HttpResponse> Send(HttpRequest request, HttpSession* session = nullptr);
+  Result<HttpResponse> Send(const HttpRequest& request, HttpSession* session = nullptr);
   std::string ObjectUrl(std::string_view bucket, std::string_view name) const;
   /// The chunks of `source` from the persisted offset (asked first when `query_first`).
   Result<GcsObject> SendChunks(const std::string& session_uri, GcsUploadSource& source,

@@ -42,7 +42,7 @@ std::string Upper(std::string_view text) {
 }
 
 double BackoffScale() {
-  static const double scale = [] {
+  static const double kScale = [] {
     const char* text = std::getenv("BIZON_HTTP_BACKOFF_SCALE");
     if (text == nullptr || *text == '\0') return 1.0;
     char* end = nullptr;
@@ -50,7 +50,7 @@ double BackoffScale() {
     if (end == text || value < 0) return 1.0;
     return value;
   }();
-  return scale;
+  return kScale;
 }
 
 void GlobalInit() {
@@ -345,7 +345,7 @@ HttpSession::Attempt HttpSession::Perform(Handle& handle, const HttpRequest& req
                      std::max(1L, static_cast<long>(*timeouts.connect_s * 1000)));
   }
   if (timeouts.read_s) {
-    transfer.read_timeout_s = *timeouts.read_s;
+    transfer.read_timeout_s = timeouts.read_s;
     transfer.last_activity = std::chrono::steady_clock::now();
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
@@ -382,7 +382,7 @@ HttpSession::Attempt HttpSession::Perform(Handle& handle, const HttpRequest& req
   return attempt;
 }
 
-Result<HttpResponse> HttpSession::Send(HttpRequest request) {
+Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
   const RetryPolicy& retry = options_.policy.retries;
   std::string method = Upper(request.method);
   std::string url = AppendQuery(request.url, request.query);

@@ -93,7 +93,7 @@ class HttpSession {
   /// Sends `request`, retrying as the policy says. Fails (failure class source) when the server
   /// cannot be reached or read, or, with raise-for-status, when the final response is not 2xx:
   /// the error then names the method, URL, status and an excerpt of the last response body.
-  Result<HttpResponse> Send(HttpRequest request);
+  Result<HttpResponse> Send(const HttpRequest& request);
 
   Result<HttpResponse> Get(std::string url, QueryParams query = {});
   /// POSTs `json` with Content-Type application/json.

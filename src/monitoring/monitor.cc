@@ -104,10 +104,10 @@ std::optional<TraceContext> FindTraceContext(const RecordBatch& records) {
 }
 
 const std::vector<double>& LatencySummary::Bounds() {
-  static const std::vector<double> bounds = {1,     5,     10,     25,     50,      100,
-                                             250,   500,   1000,   2500,   5000,    10000,
-                                             30000, 60000, 300000, 900000, 3600000, 86400000};
-  return bounds;
+  static const std::vector<double> kBounds = {1,     5,     10,     25,     50,      100,
+                                              250,   500,   1000,   2500,   5000,    10000,
+                                              30000, 60000, 300000, 900000, 3600000, 86400000};
+  return kBounds;
 }
 
 LatencySummary LatencySummary::Of(const std::vector<int64_t>& timestamps_us, int64_t now_us) {
@@ -229,7 +229,7 @@ QueuedMonitor::QueuedMonitor(const MonitorIdentity& identity, std::unique_ptr<Ex
   started_cv_.wait(lock, [this] { return started_; });
 }
 
-QueuedMonitor::~QueuedMonitor() { Flush(std::chrono::milliseconds(0)); }
+QueuedMonitor::~QueuedMonitor() { QueuedMonitor::Flush(std::chrono::milliseconds(0)); }
 
 void QueuedMonitor::Push(MonitorEvent event) {
   // A forked child (the process runner's producer) has no sender thread, and its copy of the
@@ -394,7 +394,8 @@ Result<std::unique_ptr<Monitor>> MakeMonitor(const Value* monitoring,
     }
   }
   if (type == "datadog") {
-    BIZON_ASSIGN_OR_RETURN(DatadogOptions options, ReadDatadogOptions(*config, env));
+    BIZON_ASSIGN_OR_RETURN(DatadogOptions options,
+                           ReadDatadogOptions(config != nullptr ? *config : Value(), env));
     bool tracing = options.tracing;
     BIZON_ASSIGN_OR_RETURN(std::unique_ptr<Exporter> exporter,
                            MakeDatadogExporter(options, tagged));

@@ -140,8 +140,9 @@ class OtelExporter final : public Exporter {
       last_traces_us_ = now_us;
       while (!spans_.empty()) {
         size_t take = std::min(spans_.size(), kSpansPerRequest);
-        std::vector<IterationSpan> batch(std::make_move_iterator(spans_.begin()),
-                                         std::make_move_iterator(spans_.begin() + take));
+        std::vector<IterationSpan> batch(
+            std::make_move_iterator(spans_.begin()),
+            std::make_move_iterator(spans_.begin() + static_cast<std::ptrdiff_t>(take)));
         spans_.erase(spans_.begin(), spans_.begin() + static_cast<std::ptrdiff_t>(take));
         if (!Deliver(options_.traces_url, OtlpTracesJson(batch, identity_, options_), now_us)) {
           // The endpoint is down: what is left would only wait for the same timeout again.

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "bizon/clock.h"
@@ -304,7 +305,7 @@ PyObject* GetSlot(PyObject* self, void* closure) {
   PyObject* value = *Slot(self, closure);
   if (value == nullptr) {
     RecordObject* record = AsRecord(self);
-    if (closure != reinterpret_cast<void*>(offsetof(RecordObject, timestamp)) ||
+    if (reinterpret_cast<std::uintptr_t>(closure) != offsetof(RecordObject, timestamp) ||
         !record->has_default_timestamp) {
       return Unset(self, closure);
     }
@@ -319,8 +320,9 @@ PyObject* GetSlot(PyObject* self, void* closure) {
 int SetSlot(PyObject* self, PyObject* value, void* closure) {
   PyObject** slot = Slot(self, closure);
   RecordObject* record = AsRecord(self);
-  bool pending_default = closure == reinterpret_cast<void*>(offsetof(RecordObject, timestamp)) &&
-                         record->has_default_timestamp;
+  bool pending_default =
+      reinterpret_cast<std::uintptr_t>(closure) == offsetof(RecordObject, timestamp) &&
+      record->has_default_timestamp;
   if (value == nullptr && *slot == nullptr && !pending_default) {
     PyErr_SetString(PyExc_AttributeError, SlotName(closure));  // As `del` of an unset slot.
     return -1;
@@ -330,7 +332,10 @@ int SetSlot(PyObject* self, PyObject* value, void* closure) {
   return 0;
 }
 
-void* Offset(size_t offset) { return reinterpret_cast<void*>(offset); }
+/// A slot's offset as a getset closure: CPython hands it back to GetSlot/SetSlot as is.
+void* Offset(size_t offset) {
+  return reinterpret_cast<void*>(offset);  // NOLINT(performance-no-int-to-ptr): never dereferenced.
+}
 
 PyGetSetDef record_getset[] = {
     {"id", GetSlot, SetSlot, nullptr, Offset(offsetof(RecordObject, id))},
@@ -436,8 +441,11 @@ PyObject* FirstNotInstance(PyObject* /*module*/, PyObject* const* args, Py_ssize
 }
 
 PyMethodDef module_functions[] = {
-    {"first_not_instance", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(FirstNotInstance)),
-     METH_FASTCALL,
+    // METH_FASTCALL functions are stored as a PyCFunction, as CPython documents; GCC warns on a
+    // direct cast between the two function types.
+    {"first_not_instance",
+     // NOLINTNEXTLINE(bugprone-casting-through-void)
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(FirstNotInstance)), METH_FASTCALL,
      "The index of the first element of a list that is not an instance of cls, or -1."},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <climits>
 #include <cstring>
@@ -67,8 +68,7 @@ char* PutEscaped(char* p, unsigned char c) {
       *p++ = 'f';
       break;
     default:
-      std::memcpy(p, "u00", 3);
-      p += 3;
+      p = std::copy_n("u00", 3, p);
       *p++ = kHex[c >> 4];
       *p++ = kHex[c & 0xf];
   }
@@ -221,8 +221,7 @@ char* PutRfc3339(char* p, int64_t micros, SecondCache& cache) {
       p = fmt::format_to(p, "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year, t.month, t.day, t.hour,
                          t.minute, t.second);
       if (fraction != 0) p = fmt::format_to(p, ".{:06}", fraction);
-      std::memcpy(p, "+00:00", 6);
-      return p + 6;
+      return std::copy_n("+00:00", 6, p);
     }
     PutDigits(cached_text, t.year, 4);
     cached_text[4] = '-';
@@ -244,8 +243,7 @@ char* PutRfc3339(char* p, int64_t micros, SecondCache& cache) {
     PutDigits(p + 1, fraction, 6);
     p += 7;
   }
-  std::memcpy(p, "+00:00", 6);
-  return p + 6;
+  return std::copy_n("+00:00", 6, p);
 }
 
 char* PutText(char* p, std::string_view text) {

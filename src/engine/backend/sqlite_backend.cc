@@ -98,10 +98,10 @@ constexpr std::string_view kMigration2[] = {
     ("CREATE INDEX IF NOT EXISTS stream_jobs_by_key"
      " ON stream_jobs (name, source_name, stream_name, status, created_at)"),
     "CREATE INDEX IF NOT EXISTS source_cursors_by_job ON source_cursors (job_id)",
-    "CREATE INDEX IF NOT EXISTS destination_cursors_by_job"
-    " ON destination_cursors (job_id, success, to_source_iteration)",
-    "CREATE INDEX IF NOT EXISTS stream_resets_by_key"
-    " ON stream_resets (name, source_name, stream_name, consumed_at)",
+    ("CREATE INDEX IF NOT EXISTS destination_cursors_by_job"
+     " ON destination_cursors (job_id, success, to_source_iteration)"),
+    ("CREATE INDEX IF NOT EXISTS stream_resets_by_key"
+     " ON stream_resets (name, source_name, stream_name, consumed_at)"),
     "CREATE INDEX IF NOT EXISTS stream_resets_by_job ON stream_resets (consumed_by_job_id)",
 };
 

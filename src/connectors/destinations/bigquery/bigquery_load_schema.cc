@@ -50,10 +50,17 @@ bool ReadDigits(std::string_view text, size_t& pos, size_t digits, int& value) {
 }
 
 /// "YYYY-MM-DD" at `pos`; days since the epoch.
+/// Consumes `separator` at `pos`.
+bool ReadSeparator(std::string_view text, size_t& pos, char separator) {
+  if (pos >= text.size() || text[pos] != separator) return false;
+  ++pos;
+  return true;
+}
+
 bool ReadDate(std::string_view text, size_t& pos, int64_t& days) {
   int year = 0, month = 0, day = 0;
-  if (!ReadDigits(text, pos, 4, year) || pos >= text.size() || text[pos++] != '-' ||
-      !ReadDigits(text, pos, 2, month) || pos >= text.size() || text[pos++] != '-' ||
+  if (!ReadDigits(text, pos, 4, year) || !ReadSeparator(text, pos, '-') ||
+      !ReadDigits(text, pos, 2, month) || !ReadSeparator(text, pos, '-') ||
       !ReadDigits(text, pos, 2, day)) {
     return false;
   }
@@ -68,7 +75,7 @@ bool ReadDate(std::string_view text, size_t& pos, int64_t& days) {
 /// "HH:MM[:SS[.fraction]]" at `pos`; microseconds since midnight (digits past 6 truncated).
 bool ReadTime(std::string_view text, size_t& pos, int64_t& micros, bool seconds_required) {
   int hour = 0, minute = 0, second = 0;
-  if (!ReadDigits(text, pos, 2, hour) || pos >= text.size() || text[pos++] != ':' ||
+  if (!ReadDigits(text, pos, 2, hour) || !ReadSeparator(text, pos, ':') ||
       !ReadDigits(text, pos, 2, minute)) {
     return false;
   }
@@ -404,7 +411,7 @@ Result<int64_t> ParseBqTimestamp(std::string_view text) {
       if (pos < text.size() && text[pos] == ':') ++pos;
       if (pos < text.size() && !ReadDigits(text, pos, 2, minutes)) return invalid();
       if (hours > 23 || minutes > 59) return invalid();
-      offset_minutes = sign * (hours * 60 + minutes);
+      offset_minutes = static_cast<int64_t>(sign) * (hours * 60 + minutes);
     } else {
       return invalid();
     }

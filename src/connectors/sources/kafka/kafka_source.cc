@@ -606,6 +606,7 @@ void KafkaSource::Rebalance(int error, rd_kafka_topic_partition_list_t* partitio
       // Shared by several members: the ledger says where the partitions stand, and from now on
       // fences the writes of whoever held them before.
       std::vector<std::string> names;
+      names.reserve(static_cast<size_t>(partitions->cnt));
       for (int i = 0; i < partitions->cnt; ++i) {
         names.push_back(PartitionName(partitions->elems[i].topic, partitions->elems[i].partition));
       }
@@ -769,8 +770,9 @@ void KafkaSource::DropRevoked(RecordBatch& records,
     if (i == records.size() || drop) {
       if (i > begin) {
         kept.AppendRange(records, begin, i);
-        kept_partitions.insert(kept_partitions.end(), record_partitions.begin() + begin,
-                               record_partitions.begin() + i);
+        kept_partitions.insert(kept_partitions.end(),
+                               record_partitions.begin() + static_cast<std::ptrdiff_t>(begin),
+                               record_partitions.begin() + static_cast<std::ptrdiff_t>(i));
       }
       begin = i + 1;
     }

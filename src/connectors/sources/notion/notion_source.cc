@@ -238,7 +238,7 @@ class NotionSource final : public Source {
     if (body) request.body = body->ToJson();
     std::string url = AppendQuery(request.url, request.query);
     std::string method_name = request.method;
-    BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
+    BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
     // The session hands every status back: each call checks its own, as the original's do.
     if (!response.ok()) return Fail(HttpStatusError(method_name, url, response));
     return JsonPage(std::move(response.body), fmt::format("{} {}", method_name, url));
@@ -596,6 +596,7 @@ class NotionSource final : public Source {
   // The configured pages, then every page of every data source of the configured databases.
   Result<std::vector<BlockItem>> ConfiguredItems() {
     std::vector<BlockItem> items;
+    items.reserve(page_ids_.size());
     for (const std::string& page_id : page_ids_) {
       items.push_back({page_id, std::nullopt, page_id, page_id});
     }

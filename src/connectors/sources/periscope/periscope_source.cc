@@ -154,7 +154,7 @@ class PeriscopeSource final : public Source {
                         .raise_for_status = false};
     std::string method_name = request.method;
     std::string url = AppendQuery(request.url, request.query);
-    BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
+    BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
     if (!response.ok()) {
       Status error = HttpStatusError(method_name, url, response);
       if (response.status == 401 || response.status == 403 || response.status == 422) {

@@ -116,7 +116,7 @@ Result<std::optional<Value>> RestEndpoint::ReadFirstPage(std::string_view path) 
   HttpRequest request = PageRequest(Value::EmptyMap(), {}, offset, page_number);
   std::string origin =
       fmt::format("{} {}", request.method, AppendQuery(request.url, request.query));
-  BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
+  BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
   JsonPage page(std::move(response.body), std::move(origin));
   return page.Find(path);
 }
@@ -128,7 +128,7 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
   HttpRequest request = PageRequest(pagination, extra, offset, page_number);
   std::string request_url = AppendQuery(request.url, request.query);
   std::string origin = fmt::format("{} {}", request.method, request_url);
-  BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
+  BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
   std::optional<std::string> link;
   if (std::optional<std::string_view> header = response.Header("link")) link = std::string(*header);
   std::string response_url = response.url;

@@ -110,7 +110,7 @@ class SanaAiSource final : public Source {
   Result<std::string> Download(const std::string& link) {
     HttpRequest request{.method = "GET", .url = link};
     request.authenticate = Origin(link) == Origin(base_url_);
-    BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(std::move(request)));
+    BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
     return std::move(response.body);
   }
 
