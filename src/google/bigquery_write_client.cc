@@ -374,6 +374,7 @@ struct AppendStream::Impl {
   bool refreshed = false;
   bool closed = false;
   Status failed;
+  std::vector<AppendRowError> row_errors;
 
   void Connect() {
     context = std::make_unique<grpc::ClientContext>();
@@ -492,6 +493,12 @@ struct AppendStream::Impl {
     const Pending& pending = unacked.front();
     std::string where = stream_options.offsets ? fmt::format(" at offset {}", pending.offset) : "";
     if (response.row_errors_size() > 0) {
+      for (const storage::RowError& error : response.row_errors()) {
+        size_t index = static_cast<size_t>(error.index());
+        row_errors.push_back(
+            {.row = index < pending.row_indices.size() ? pending.row_indices[index] : index,
+             .message = error.message()});
+      }
       return FailWith(InvalidArgumentError(
           fmt::format("BigQuery Storage Write API refused rows appended to {}{}: {}", write_stream,
                       where, RowErrors(response, pending)),
@@ -582,7 +589,11 @@ Result<AppendResult> AppendStream::Append(const std::vector<std::string>& rows) 
       result.oversized_rows.push_back(i);
       continue;
     }
-    if (pending_bytes + cost > options.max_request_bytes) BIZON_RETURN_IF_ERROR(flush_pending());
+    if (pending_bytes + cost > options.max_request_bytes ||
+        (stream.stream_options.max_rows_per_request > 0 &&
+         pending.row_indices.size() >= stream.stream_options.max_rows_per_request)) {
+      BIZON_RETURN_IF_ERROR(flush_pending());
+    }
     pending.request.mutable_proto_rows()->mutable_rows()->add_serialized_rows(rows[i]);
     pending.row_indices.push_back(i);
     pending_bytes += cost;
@@ -617,5 +628,6 @@ Status AppendStream::Close() {
 
 int64_t AppendStream::next_offset() const { return impl_->next_offset; }
 int AppendStream::connections() const { return impl_->connections; }
+const std::vector<AppendRowError>& AppendStream::row_errors() const { return impl_->row_errors; }
 
 }  // namespace bizon

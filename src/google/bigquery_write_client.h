@@ -88,6 +88,15 @@ struct AppendStreamOptions {
   /// The offset of the first row this AppendStream sends: the rows the stream already holds
   /// (0 for a new stream; a resumed writer's count).
   int64_t first_offset = 0;
+  /// Most rows in one request (bq_max_rows_per_request); 0: the size limit only.
+  size_t max_rows_per_request = 0;
+};
+
+/// One row BigQuery refused (AppendRowsResponse.row_errors): the row's index in the rows of the
+/// Append call that sent it, and BigQuery's message, which names the field and the reason.
+struct AppendRowError {
+  size_t row = 0;
+  std::string message;
 };
 
 /// What one Append did with the rows it was given.
@@ -185,6 +194,9 @@ class AppendStream {
   int64_t next_offset() const;
   /// Connections opened so far (1 without a reconnect).
   int connections() const;
+  /// The row errors of the response that failed the stream (empty unless row errors did). No row
+  /// of that request was written.
+  const std::vector<AppendRowError>& row_errors() const;
 
   struct Impl;
 
