@@ -469,6 +469,23 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
 }
 
 Status BigqueryStreamingV2Destination::Finalize() {
+  if (committed_) {
+    // The stream must hold exactly the rows this job counted: a resumed request that started
+    // inside a dead run's rows and reached past them was skipped whole (ALREADY_EXISTS), and its
+    // rows past the dead run's end are missing. Nothing is published then.
+    for (auto& [name, table] : tables_) {
+      if (table.stream.empty()) continue;
+      auto rows = writer_->FinalizeWriteStream(table.stream);
+      if (!rows) return Tagged(rows.error(), "finalizing write stream " + table.stream);
+      if (*rows != table.next_offset) {
+        return DestinationFailure(
+            StatusCode::kDataLoss,
+            fmt::format("Write stream {} holds {} rows where this job wrote {}: a resumed run "
+                        "did not send its rows as the interrupted one did; nothing is published",
+                        table.stream, *rows, table.next_offset));
+      }
+    }
+  }
   if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
   for (auto& [name, table] : tables_) BIZON_RETURN_IF_ERROR(Publish(table));
   return Status::Ok();

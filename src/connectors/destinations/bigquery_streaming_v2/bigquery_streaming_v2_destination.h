@@ -16,7 +16,10 @@
 // stream, appends carry explicit offsets, and the state returned by Write() (recorded with the
 // destination cursor) holds the stream name and the next offset per table. A resumed run appends
 // from the recorded offset: rows a dead run wrote after its last cursor sit at those offsets, and
-// BigQuery answers ALREADY_EXISTS to them, which is success. `write_mode: default_stream` appends
+// BigQuery answers ALREADY_EXISTS to them, which is success. Finalize() finalizes each stream and
+// fails (before publishing) when its row count differs from the offsets the job counted, which
+// catches a resumed run that did not cut its requests as the dead one did.
+// `write_mode: default_stream` appends
 // to `_default` as the original does: at-least-once (a retried or resumed append may be written
 // twice), no stream to create. See README.md.
 //

@@ -193,6 +193,32 @@ TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) 
   ASSERT_TRUE(resumed->OnJobSucceeded().ok());
 }
 
+// A resumed flush cut elsewhere: its request starts at the dead run's offset 3 and reaches past
+// the dead run's end, so it is skipped whole. Finalize() finds the stream short and publishes
+// nothing.
+TEST_F(BigqueryStreamingV2FakeTest, ResumedFlushCutElsewhereFailsBeforePublishing) {
+  Value recorded;
+  {
+    auto dead = Make(SyncMode::kFullRefresh, UnnestConfig());
+    ASSERT_NE(dead, nullptr);
+    ASSERT_TRUE(dead->Open(Value()).ok());
+    auto first = dead->Write(Records(0, 3), kLoadedAt);
+    ASSERT_TRUE(first) << first.error().ToString();
+    recorded = *first;
+    ASSERT_TRUE(dead->Write(Records(3, 2), kLoadedAt));
+  }
+  auto resumed = Make(SyncMode::kFullRefresh, UnnestConfig());
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(recorded).ok());
+  ASSERT_TRUE(resumed->Write(Records(3, 3), kLoadedAt));  // Rows 3-5 at offset 3: skipped.
+  Status finalized = resumed->Finalize();
+  ASSERT_FALSE(finalized.ok());
+  EXPECT_EQ(finalized.code(), StatusCode::kDataLoss);
+  EXPECT_NE(finalized.message().find("holds 5 rows where this job wrote 6"), std::string::npos)
+      << finalized.message();
+  EXPECT_EQ(Statements(), std::vector<std::string>{});
+}
+
 TEST_F(BigqueryStreamingV2FakeTest, RefusedRowFailsTheWriteNamingRecordColumnAndReason) {
   Value config = UnnestConfig();
   config.Set("bq_max_rows_per_request", 2);
