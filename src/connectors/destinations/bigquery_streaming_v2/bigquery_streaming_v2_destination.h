@@ -19,9 +19,8 @@
 // BigQuery answers ALREADY_EXISTS to them, which is success. Finalize() finalizes each stream and
 // fails (before publishing) when its row count differs from the offsets the job counted, which
 // catches a resumed run that did not cut its requests as the dead one did.
-// `write_mode: default_stream` appends
-// to `_default` as the original does: at-least-once (a retried or resumed append may be written
-// twice), no stream to create. See README.md.
+// `write_mode: default_stream` appends to `_default` as the original does: at-least-once (a
+// retried or resumed append may be written twice), no stream to create. See README.md.
 //
 // A row too large for an AppendRows request is loaded by a load job (its JSON sent with the job
 // through the media upload endpoint) under a deterministic job id, so it too is written once.

@@ -125,6 +125,17 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
     return out;
   }
 
+  /// A run in `sync_mode` (unnest) that writes rows 0-2, whose cursor is recorded, then rows 3-4
+  /// in one request, and dies before that cursor is recorded: the state a resume gets.
+  Value DeadRunState(SyncMode sync_mode) {
+    auto dead = Make(sync_mode, UnnestConfig());
+    if (dead == nullptr || !dead->Open(Value()).ok()) return Value();
+    auto first = dead->Write(Records(0, 3), kLoadedAt);
+    EXPECT_TRUE(first) << first.error().ToString();
+    EXPECT_TRUE(dead->Write(Records(3, 2), kLoadedAt));
+    return first ? *first : Value();
+  }
+
   FakeProcess rest_{"fake_bigquery.py"};
   std::unique_ptr<FakeBigQueryWrite> write_;
 };
@@ -158,20 +169,10 @@ TEST_F(BigqueryStreamingV2FakeTest, RawRowsGoThroughACommittedStreamWithOffsets)
 }
 
 TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) {
-  std::string stream;
-  Value recorded;
-  {
-    auto dead = Make(SyncMode::kIncremental, UnnestConfig());
-    ASSERT_NE(dead, nullptr);
-    ASSERT_TRUE(dead->Open(Value()).ok());
-    auto first = dead->Write(Records(0, 3), kLoadedAt);
-    ASSERT_TRUE(first) << first.error().ToString();
-    recorded = *first;  // The cursor the engine recorded.
-    stream = OnlyTable(recorded).GetString("stream");
-    EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/events_incremental/streams/"));
-    // Written, but the run dies before its cursor is recorded.
-    ASSERT_TRUE(dead->Write(Records(3, 2), kLoadedAt));
-  }
+  Value recorded = DeadRunState(SyncMode::kIncremental);
+  std::string stream = OnlyTable(recorded).GetString("stream");
+  EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/events_incremental/streams/"));
+  EXPECT_EQ(OnlyTable(recorded).GetInteger("next_offset"), 3);
   auto resumed = Make(SyncMode::kIncremental, UnnestConfig());
   ASSERT_NE(resumed, nullptr);
   ASSERT_TRUE(resumed->Open(recorded).ok());
@@ -197,16 +198,7 @@ TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) 
 // the dead run's end, so it is skipped whole. Finalize() finds the stream short and publishes
 // nothing.
 TEST_F(BigqueryStreamingV2FakeTest, ResumedFlushCutElsewhereFailsBeforePublishing) {
-  Value recorded;
-  {
-    auto dead = Make(SyncMode::kFullRefresh, UnnestConfig());
-    ASSERT_NE(dead, nullptr);
-    ASSERT_TRUE(dead->Open(Value()).ok());
-    auto first = dead->Write(Records(0, 3), kLoadedAt);
-    ASSERT_TRUE(first) << first.error().ToString();
-    recorded = *first;
-    ASSERT_TRUE(dead->Write(Records(3, 2), kLoadedAt));
-  }
+  Value recorded = DeadRunState(SyncMode::kFullRefresh);
   auto resumed = Make(SyncMode::kFullRefresh, UnnestConfig());
   ASSERT_NE(resumed, nullptr);
   ASSERT_TRUE(resumed->Open(recorded).ok());
