@@ -678,35 +678,13 @@ Status BigqueryDestination::OnJobSucceeded() {
   return Status::Ok();
 }
 
-namespace {  /// The rules Create() enforces, as `config validate` reports them: its first error,
-             /// split into
-/// the option's path and the message (without the line, which the diagnostic shows).
+namespace {
+
 std::vector<ConfigRuleViolation> CheckBigqueryConfig(const Value& config, SyncMode sync_mode) {
-  const Value* schemas = config.Find("record_schemas");
-  if (config.GetBool("unnest", false) &&
-      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
-    return {};  // The pipeline spec reports unnest without record_schemas itself.
-  }
-  DestinationContext context;
-  context.sync.sync_mode = sync_mode;
-  context.config = config;
-  auto created = BigqueryDestination::Create(context);
-  if (created) return {};
-  std::string message = created.error().message();
-  constexpr std::string_view kPrefix = "destination.config.";
-  std::string path;
-  if (message.starts_with(kPrefix)) {
-    size_t colon = message.find(": ");
-    if (colon != std::string::npos) {
-      path = message.substr(kPrefix.size(), colon - kPrefix.size());
-      message = message.substr(colon + 2);
-    }
-  }
-  if (size_t line = message.rfind(" (line "); line != std::string::npos && message.ends_with(")")) {
-    message.resize(line);
-  }
-  if (path.empty()) return {};  // Required options: the spec reports them.
-  return {{.path = path, .message = message}};
+  return BigqueryConfigViolations(config, sync_mode, [](const DestinationContext& context) {
+    auto created = BigqueryDestination::Create(context);
+    return created ? Status::Ok() : created.error();
+  });
 }
 
 }  // namespace

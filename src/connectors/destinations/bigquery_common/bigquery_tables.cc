@@ -26,6 +26,36 @@ std::string BigqueryConfigLine(const Value* node) {
                                                   : std::string();
 }
 
+std::vector<ConfigRuleViolation> BigqueryConfigViolations(
+    const Value& config, SyncMode sync_mode,
+    const std::function<Status(const DestinationContext&)>& create) {
+  const Value* schemas = config.Find("record_schemas");
+  if (config.GetBool("unnest", false) &&
+      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
+    return {};  // The pipeline spec reports unnest without record_schemas itself.
+  }
+  DestinationContext context;
+  context.sync.sync_mode = sync_mode;
+  context.config = config;
+  Status created = create(context);
+  if (created.ok()) return {};
+  std::string message = created.message();
+  constexpr std::string_view kPrefix = "destination.config.";
+  std::string path;
+  if (message.starts_with(kPrefix)) {
+    size_t colon = message.find(": ");
+    if (colon != std::string::npos) {
+      path = message.substr(kPrefix.size(), colon - kPrefix.size());
+      message = message.substr(colon + 2);
+    }
+  }
+  if (size_t line = message.rfind(" (line "); line != std::string::npos && message.ends_with(")")) {
+    message.resize(line);
+  }
+  if (path.empty()) return {};  // Required options: the spec reports them.
+  return {{.path = path, .message = message}};
+}
+
 Result<BigqueryRecordSchemas> ParseBigqueryRecordSchemas(const Value& config, bool unnest) {
   BigqueryRecordSchemas out;
   const Value* schemas = config.Find("record_schemas");

@@ -14,7 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "bizon/config_spec.h"
 #include "bizon/destination.h"
+#include "bizon/registry.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
 #include "connectors/destinations/bigquery/bigquery_load_schema.h"
@@ -50,6 +52,14 @@ Result<BigqueryTableLayout> BigqueryLayoutFor(const BigqueryRecordSchemas& schem
                                               std::string_view destination_id,
                                               std::string_view default_destination_id,
                                               std::string_view table);
+
+/// The rules a destination's Create() enforces beyond the declared spec, as `config validate`
+/// reports them: `create` runs over `config`, and its first error becomes the option's path and
+/// the message (without the line, which the diagnostic shows). Errors without a
+/// `destination.config.<path>: ` prefix (required options) are left to the spec.
+std::vector<ConfigRuleViolation> BigqueryConfigViolations(
+    const Value& config, SyncMode sync_mode,
+    const std::function<Status(const DestinationContext&)>& create);
 
 /// Where a run writes by default: the dataset's location (where jobs run) and the default table.
 struct BigqueryDatasetTarget {

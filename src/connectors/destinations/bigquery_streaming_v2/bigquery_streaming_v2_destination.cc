@@ -513,6 +513,14 @@ Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry) {
       .alias = "bigquery",
       .config = {.fields = BigqueryStreamingV2Fields(), .unknown_keys = UnknownKeys::kError},
       .supports_reset = true,
+      .check_config =
+          [](const Value& config, SyncMode sync_mode) {
+            return BigqueryConfigViolations(
+                config, sync_mode, [](const DestinationContext& context) {
+                  auto created = BigqueryStreamingV2Destination::Create(context);
+                  return created ? Status::Ok() : created.error();
+                });
+          },
       .check_pipeline = CheckStreamTableIds,
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         BIZON_ASSIGN_OR_RETURN(auto destination, BigqueryStreamingV2Destination::Create(context));
