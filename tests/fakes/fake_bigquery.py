@@ -27,9 +27,9 @@ reasons table of /bigquery/docs/error-messages):
 
 Behaviour is set through control endpoints (the C++ tests run this file as a process, like
 fake_gcs_resumable.py): ``POST /_fake/token {"token": "t"}`` requires ``Authorization: Bearer
-t`` on every API request (401 otherwise); ``POST /_fake/plan {"job_id", "polls": n,
-"error_result": {...}, "rows": [[...]], "schema": [...], "num_dml_affected_rows": n}`` scripts a
-job (RUNNING for n ``jobs.get``, then DONE, failed when ``error_result`` is set);
+t`` on every API request (401 otherwise); ``POST /_fake/plan {"job_id" (or "query", its SQL),
+"polls": n, "error_result": {...}, "rows": [[...]], "schema": [...], "num_dml_affected_rows":
+n}`` scripts a job (RUNNING for n ``jobs.get``, then DONE, failed when ``error_result`` is set);
 ``POST /_fake/throttle {"path_contains", "status", "reason", "times", "method"?}`` answers the
 next matching requests with a throttling error; ``GET /_fake/report`` gives the violations and
 requests; ``POST /_fake/stop`` ends it.
@@ -234,7 +234,8 @@ class FakeBigQuery(FakeServer):
             if (project, job_id) in self.jobs:
                 return api_error(409, "duplicate",
                                  f"Already Exists: Job {project}:{location}.{job_id}")
-            plan = self.plans.get(job_id, {})
+            plan = (self.plans.get(job_id)
+                    or self.plans.get((config.get("query") or {}).get("query"), {}))
             job = {"project": project, "job_id": job_id, "location": location,
                    "configuration": config, "polls_left": plan.get("polls", 0), "plan": plan}
             self.jobs[(project, job_id)] = job

@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::string_view kCommittedStream = "committed_stream";
 constexpr std::string_view kDefaultStream = "default_stream";
+/// The table, in the configured dataset, that records the write stream each job creates per
+/// table before appending to it.
+constexpr std::string_view kStreamRegistry = "_bizon_write_streams";
 /// Refused rows quoted in the error; the rest are counted.
 constexpr size_t kRowErrorsQuoted = 3;
 
@@ -207,6 +210,31 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
   job_location_ = std::move(target.job_location);
   default_table_ = std::move(target.default_table);
 
+  if (committed_) {
+    // The registry of the write streams each job created (see OpenCommittedStream()).
+    BigQuerySchema registry_schema = {{.name = "job_id", .type = "STRING", .mode = "REQUIRED"},
+                                      {.name = "table_id", .type = "STRING", .mode = "REQUIRED"},
+                                      {.name = "stream", .type = "STRING", .mode = "REQUIRED"},
+                                      {.name = "created_at", .type = "TIMESTAMP"}};
+    auto registry_rows = ProtoRowSchema::Make(registry_schema);
+    if (!registry_rows) return registry_rows.error();
+    registry_schema_ = std::move(*registry_rows);
+    BigQueryTable registry{.ref = RegistryRef(),
+                           .schema = std::move(registry_schema),
+                           .description =
+                               "bizon: the write streams of bigquery_streaming_v2 jobs, "
+                               "so that a resumed job takes up its own"};
+    auto existing = bigquery_->GetTable(registry.ref);
+    if (!existing && existing.error().code() == StatusCode::kNotFound) {
+      auto created = bigquery_->InsertTable(registry, /*exists_ok=*/true);
+      if (!created) return Tagged(created.error(), "creating " + registry.ref.ToString());
+    } else if (!existing) {
+      return Tagged(existing.error(), "table " + registry.ref.ToString());
+    } else {
+      registry_ready_ = true;  // It may hold this job's streams.
+    }
+  }
+
   // A resumed run: the tables the dead run wrote, and where their streams stand.
   writes_ = resume_state.GetInteger("writes", 0);
   if (const Value* tables = resume_state.Find("tables"); tables != nullptr && tables->is_list()) {
@@ -299,14 +327,7 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
   AppendStreamOptions options{.max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
   std::string stream_name;
   if (committed_) {
-    if (table.stream.empty()) {
-      auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kCommitted);
-      if (!created) {
-        return Tagged(created.error(), "creating a write stream on " + table.staging.ToString());
-      }
-      table.stream = created->name;
-      table.next_offset = 0;
-    }
+    if (table.stream.empty()) BIZON_RETURN_IF_ERROR(OpenCommittedStream(table));
     stream_name = table.stream;
     options.offsets = true;
     options.first_offset = table.next_offset;
@@ -348,6 +369,58 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
         BigqueryLoadJobId(sync_.job_id, table.staging.ToString(), writes_, records, large_records);
     BIZON_RETURN_IF_ERROR(LoadLargeRows(table, job_id, large));
   }
+  return Status::Ok();
+}
+
+BigQueryTableRef BigqueryStreamingV2Destination::RegistryRef() const {
+  return {.project = project_, .dataset = dataset_, .table = std::string(kStreamRegistry)};
+}
+
+Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
+  // No recorded cursor names a stream for this table, but a run of this job that died before its
+  // first cursor may have created one and written to it: the registry says which.
+  BigQueryQueryConfig lookup{
+      .query = fmt::format("SELECT stream FROM {} WHERE job_id = @job_id AND table_id = @table_id "
+                           "ORDER BY created_at DESC LIMIT 1",
+                           Quoted(RegistryRef())),
+      .parameters = {BigQueryParameter::String("job_id", sync_.job_id),
+                     BigQueryParameter::String("table_id", table.staging.ToString())}};
+  if (registry_ready_) {
+    auto found = bigquery_->RunQuery({.project = project_,
+                                      .job_id = BigQueryClient::RandomJobId("bizon_lookup"),
+                                      .location = job_location_},
+                                     lookup);
+    if (!found) return Tagged(found.error(), "looking up the write streams of this job");
+    if (!found->rows.empty() && !found->rows[0].empty() && found->rows[0][0].is_string()) {
+      table.stream = found->rows[0][0].AsString();
+      table.next_offset = 0;
+      spdlog::info(
+          "bigquery_streaming_v2 destination: taking up write stream {} of {}, which a run of "
+          "this job wrote to before recording a cursor; appending from offset 0",
+          table.stream, table.staging.ToString());
+      return Status::Ok();
+    }
+  }
+  auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kCommitted);
+  if (!created) {
+    return Tagged(created.error(), "creating a write stream on " + table.staging.ToString());
+  }
+  // Registered before anything is appended to it, so that a run dying now finds it again.
+  std::string row =
+      fmt::format(R"({{"job_id":{},"table_id":{},"stream":{},"created_at":{}}})",
+                  Value(sync_.job_id).ToJson(), Value(table.staging.ToString()).ToJson(),
+                  Value(created->name).ToJson(), NowMicros() / 1000000);
+  std::string encoded;
+  ProtoRowEncoder encoder(*registry_schema_);
+  BIZON_RETURN_IF_ERROR(encoder.Encode(row, encoded));
+  BIZON_ASSIGN_OR_RETURN(
+      auto stream, writer_->OpenAppendStream(BigQueryWriteClient::DefaultStreamName(RegistryRef()),
+                                             registry_schema_->descriptor()));
+  auto appended = stream->Append({encoded});
+  Status registered = appended ? stream->Close() : appended.error();
+  if (!registered.ok()) return Tagged(registered, "registering write stream " + created->name);
+  table.stream = created->name;
+  table.next_offset = 0;
   return Status::Ok();
 }
 

@@ -18,7 +18,9 @@
 // from the recorded offset: rows a dead run wrote after its last cursor sit at those offsets, and
 // BigQuery answers ALREADY_EXISTS to them, which is success. Finalize() finalizes each stream and
 // fails (before publishing) when its row count differs from the offsets the job counted, which
-// catches a resumed run that did not cut its requests as the dead one did.
+// catches a resumed run that did not cut its requests as the dead one did. A stream is
+// registered in `_bizon_write_streams` before its first append, so that a run of the job that
+// died before its first cursor is taken up too.
 // `write_mode: default_stream` appends to `_default` as the original does: at-least-once (a
 // retried or resumed append may be written twice), no stream to create. See README.md.
 //
@@ -92,6 +94,10 @@ class BigqueryStreamingV2Destination final : public Destination {
   Status Prepare(TableState& table);
   Status AppendRows(TableState& table, const RecordBatch& records, const std::vector<size_t>& rows,
                     int64_t loaded_at_us);
+  /// Takes up the committed stream a run of this job registered for `table`, or creates and
+  /// registers one.
+  Status OpenCommittedStream(TableState& table);
+  BigQueryTableRef RegistryRef() const;
   Status LoadLargeRows(TableState& table, const std::string& job_id,
                        const std::vector<std::string>& json_rows);
   Result<BigQueryJob> RunStatement(const std::string& job_id, const std::string& sql);
@@ -118,6 +124,10 @@ class BigqueryStreamingV2Destination final : public Destination {
   std::string job_location_;
   std::string default_table_;
   std::map<std::string, TableState, std::less<>> tables_;
+  /// committed_stream: the registry's row message, and whether the table existed at Open() (a
+  /// fresh one holds no stream of this job).
+  std::optional<ProtoRowSchema> registry_schema_;
+  bool registry_ready_ = false;
   int64_t writes_ = 0;
 };
 

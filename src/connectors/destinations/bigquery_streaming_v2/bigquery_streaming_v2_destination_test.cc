@@ -163,7 +163,12 @@ TEST_F(BigqueryStreamingV2FakeTest, RawRowsGoThroughACommittedStreamWithOffsets)
   EXPECT_EQ(OnlyTable(*second).GetInteger("next_offset"), 5);
   EXPECT_EQ(OnlyTable(*second).GetString("stream"), stream);
   EXPECT_EQ(write_->Rows(stream).size(), 5u);
-  EXPECT_EQ(write_->append_requests(), 3);  // 2 + 1, then 2: bq_max_rows_per_request.
+  // The stream's registration (_bizon_write_streams), then 2 + 1 and 2 rows:
+  // bq_max_rows_per_request.
+  EXPECT_EQ(write_->append_requests(), 4);
+  EXPECT_EQ(
+      write_->Rows("projects/p/datasets/d/tables/_bizon_write_streams/streams/_default").size(),
+      1u);
   ASSERT_TRUE(destination->Finalize().ok());
   EXPECT_EQ(Statements(), std::vector<std::string>{});  // Stream mode publishes nothing.
 }
@@ -194,6 +199,38 @@ TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) 
   ASSERT_TRUE(resumed->OnJobSucceeded().ok());
 }
 
+// A run that dies before its first cursor is recorded leaves no state: the next run of the job
+// finds the stream it created in _bizon_write_streams and appends from offset 0 again.
+TEST_F(BigqueryStreamingV2FakeTest, RunDyingBeforeItsFirstCursorIsTakenUpFromTheRegistry) {
+  std::string stream;
+  {
+    auto dead = Make(SyncMode::kStream, UnnestConfig());
+    ASSERT_NE(dead, nullptr);
+    ASSERT_TRUE(dead->Open(Value()).ok());
+    auto written = dead->Write(Records(0, 3), kLoadedAt);  // Its cursor is never recorded.
+    ASSERT_TRUE(written) << written.error().ToString();
+    stream = OnlyTable(*written).GetString("stream");
+  }
+  // What the registry answers (the REST fake runs no SQL).
+  Value plan(Value::Map{
+      {"query",
+       "SELECT stream FROM `p.d._bizon_write_streams` WHERE job_id = @job_id AND table_id = "
+       "@table_id ORDER BY created_at DESC LIMIT 1"},
+      {"schema", Value(Value::List{Value(Value::Map{{"name", "stream"}, {"type", "STRING"}})})},
+      {"rows", Value(Value::List{Value(Value::List{Value(stream)})})}});
+  rest_.Control("plan", plan.ToJson());
+  auto resumed = Make(SyncMode::kStream, UnnestConfig());
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(Value()).ok());
+  auto again = resumed->Write(Records(0, 3), kLoadedAt);  // Offset 0 again: ALREADY_EXISTS.
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(OnlyTable(*again).GetString("stream"), stream);
+  auto next = resumed->Write(Records(3, 1), kLoadedAt);
+  ASSERT_TRUE(next) << next.error().ToString();
+  EXPECT_EQ(OnlyTable(*next).GetInteger("next_offset"), 4);
+  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 4)));  // Each row once.
+}
+
 // A resumed flush cut elsewhere: its request starts at the dead run's offset 3 and reaches past
 // the dead run's end, so it is skipped whole. Finalize() finds the stream short and publishes
 // nothing.
@@ -217,23 +254,25 @@ TEST_F(BigqueryStreamingV2FakeTest, RefusedRowFailsTheWriteNamingRecordColumnAnd
   auto destination = Make(SyncMode::kStream, config);
   ASSERT_NE(destination, nullptr);
   ASSERT_TRUE(destination->Open(Value()).ok());
+  auto first = destination->Write(Records(0, 2), kLoadedAt);
+  ASSERT_TRUE(first) << first.error().ToString();
+  std::string stream = OnlyTable(*first).GetString("stream");
   // BigQuery's documented shape: RowError{index, code FIELDS_ERROR, message naming the field}.
   write_->Script({{.kind = Fault::Kind::kRowErrors,
                    .row_errors = {{1,
                                    "Field name: STRING(3) has maximum length 3 but got a "
                                    "value with length 5"}}}});
-  auto written = destination->Write(Records(0, 4), kLoadedAt);
+  auto written = destination->Write(Records(2, 4), kLoadedAt);
   ASSERT_FALSE(written);
   const Status& error = written.error();
   EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(error.failure_class(), FailureClass::kDestination);
-  EXPECT_NE(error.message().find("record 'r1': Field name: STRING(3) has maximum length 3"),
+  EXPECT_NE(error.message().find("record 'r3': Field name: STRING(3) has maximum length 3"),
             std::string::npos)
       << error.message();
   EXPECT_NE(error.message().find("p.d.events"), std::string::npos) << error.message();
   // Neither the refused request nor the one after it was written.
-  auto stream = write_->Rows("projects/p/datasets/d/tables/events/streams/fake1");
-  EXPECT_EQ(stream.size(), 0u);
+  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 2)));
 }
 
 TEST_F(BigqueryStreamingV2FakeTest, OversizedRowIsLoadedByAJobWithItsData) {
