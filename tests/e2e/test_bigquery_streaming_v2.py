@@ -73,8 +73,8 @@ def test_raw_full_refresh_publishes_and_a_second_run_replaces(bizon, bigquery_em
     assert table_names(emulator, dataset) == ["_bizon_dummy_creatures"]  # Staging dropped.
     # The cursor carries the committed stream and the next offset.
     [table] = cursor_states(bizon)[-1]["tables"]
-    assert table["stream"].startswith(
-        f"projects/{emulator.project}/datasets/{dataset}/tables/_bizon_dummy_creatures_temp/streams/")
+    staging = f"projects/{emulator.project}/datasets/{dataset}/tables/_bizon_dummy_creatures_temp"
+    assert table["stream"].startswith(f"{staging}/streams/")
     assert table["next_offset"] == 5
 
     first_ids = {row["_bizon_id"] for row in found}
@@ -153,7 +153,8 @@ def test_incremental_killed_and_resumed_publishes_every_record_once(
     def table_ids() -> list[int] | None:
         if "events" not in table_names(emulator, dataset):
             return None
-        found = emulator.query(f"SELECT _source_record_id FROM `{emulator.project}.{dataset}.events`")
+        found = emulator.query(
+            f"SELECT _source_record_id FROM `{emulator.project}.{dataset}.events`")
         return [int(row["_source_record_id"]) for row in found]
 
     def never_published_early():
