@@ -379,6 +379,11 @@ struct AppendStream::Impl {
   void Connect() {
     context = std::make_unique<grpc::ClientContext>();
     client->Prepare(*context, routing, false);
+    if (client->options.append_timeout_s > 0) {
+      context->set_deadline(
+          std::chrono::system_clock::now() +
+          std::chrono::milliseconds(static_cast<int64_t>(client->options.append_timeout_s * 1000)));
+    }
     call = client->stub->AppendRows(context.get());
     schema_sent = false;
     ++connections;

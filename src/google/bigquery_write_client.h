@@ -124,6 +124,10 @@ struct BigQueryWriteClientOptions {
   double backoff_max_s = 32;
   /// Deadline of each unary call.
   double call_timeout_s = 60;
+  /// Deadline of each AppendRows connection (0: none): a server that stops answering fails the
+  /// connection with DEADLINE_EXCEEDED, which is retried like the other retryable codes, instead
+  /// of blocking forever. An AppendStream used longer than this reconnects.
+  double append_timeout_s = 600;
   HttpSleepFunction sleep = ScaledSleep;
   /// Default: getenv.
   GoogleEnvFunction env;

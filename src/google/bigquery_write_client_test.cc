@@ -182,6 +182,25 @@ TEST_F(BigQueryWriteFakeTest, RetryableFailuresReconnectAndResendUnacknowledgedR
   EXPECT_EQ(std::count(flags.begin(), flags.end(), true), 3);  // Once per connection.
 }
 
+TEST_F(BigQueryWriteFakeTest, AServerThatStopsAnsweringIsLeftAtTheDeadlineAndWrittenOnce) {
+  auto client = BigQueryWriteClient::Make({.endpoint = fake_->endpoint(),
+                                           .max_attempts = 3,
+                                           .append_timeout_s = 0.5,
+                                           .sleep = [](double) {}});
+  ASSERT_TRUE(client) << client.error().ToString();
+  std::string stream = CommittedStream();
+  // The first request is stored only after the client's deadline: the resend at the same offset
+  // answers ALREADY_EXISTS.
+  fake_->Script({{.kind = Fault::Kind::kStall, .stall_ms = 1500}});
+  auto append = (*client)->OpenAppendStream(stream, schema_.descriptor(), {.offsets = true});
+  ASSERT_TRUE(append);
+  ASSERT_TRUE((*append)->Append(Rows(0, 3)));
+  Status closed = (*append)->Close();
+  ASSERT_TRUE(closed.ok()) << closed.ToString();
+  EXPECT_EQ((*append)->connections(), 2);
+  EXPECT_EQ(fake_->Rows(stream), Rows(0, 3));
+}
+
 TEST_F(BigQueryWriteFakeTest, RetriesRunOut) {
   std::string stream = CommittedStream();
   fake_->Script({{.kind = Fault::Kind::kEndCall, .code = 14},

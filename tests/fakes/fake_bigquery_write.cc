@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
+#include <thread>
+
 #include "google/cloud/bigquery/storage/v1/storage.grpc.pb.h"
 
 namespace bizon::testing_support {
@@ -195,7 +198,13 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
       if (!is_default && !request.has_offset()) {
         return Violation("explicit stream appended to without an offset");
       }
-      if (!faults.empty()) {
+      if (!faults.empty() && faults.front().kind == Fault::Kind::kStall) {
+        int stall_ms = faults.front().stall_ms;
+        faults.pop_front();
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+        lock.lock();
+      } else if (!faults.empty()) {
         Fault fault = faults.front();
         faults.pop_front();
         if (fault.kind == Fault::Kind::kEndCall) {

@@ -12,7 +12,7 @@
 // `error`, the call goes on), past it OUT_OF_RANGE, at it the rows are stored.
 //
 // Faults are scripted per AppendRows request received, in order (`Script`): end the call with a
-// status before answering, answer with an `error`, or answer with `row_errors`.
+// status before answering, answer with an `error`, answer with `row_errors`, or stall first.
 //
 // Thread-safety: the accessors may be called while the server runs.
 #pragma once
@@ -32,13 +32,16 @@ namespace bizon::testing_support {
 class FakeBigQueryWrite {
  public:
   struct Fault {
-    enum class Kind { kEndCall, kResponseError, kRowErrors };
+    /// kStall: wait `stall_ms` before handling the request as usual (a server that stops
+    /// answering for a while).
+    enum class Kind { kEndCall, kResponseError, kRowErrors, kStall };
     Kind kind = Kind::kEndCall;
     /// A gRPC status code (kEndCall, kResponseError).
     int code = 14;
     std::string message = "fake fault";
     /// kRowErrors: index within the request, and the message.
     std::vector<std::pair<int64_t, std::string>> row_errors;
+    int stall_ms = 0;
   };
 
   /// Starts the server on 127.0.0.1 at a free port. `table_schema` is what GetWriteStream and
