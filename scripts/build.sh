@@ -5,6 +5,8 @@ set -euo pipefail
 preset="${1:-release}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# The Storage Write API's .proto files (idempotent: a stamp check once they are there).
+scripts/googleapis-protos.sh
 if [[ ! -f "build/$preset/build.ninja" ]]; then
   cmake --preset "$preset" >/dev/null
 fi

@@ -7,8 +7,12 @@ build_packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libsimdjson-dev libcurl4-openssl-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libpq-dev librabbitmq-dev libavro-dev libssl-dev
+  # The BigQuery Storage Write API client (src/google/): gRPC and protobuf, with the protoc and
+  # grpc_cpp_plugin that generate its C++ at build time from scripts/googleapis-protos.sh's files.
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # librdkafka is built from source by scripts/librdkafka.sh (Debian's 2.0.2 cannot do SCRAM
-  # with Kafka 4): its own dependencies (npm, which fetches its pinned source package, below).
+  # with Kafka 4): its own dependencies (npm, which fetches its pinned source package and the
+  # googleapis protos' packages, below).
   libzstd-dev libsasl2-dev zlib1g-dev
   python3-dev libpython3.11-dev pybind11-dev libgtest-dev libgmock-dev
   clang-format
@@ -73,3 +77,4 @@ if ((${#missing[@]} > 0)); then
 fi
 
 "$(dirname "${BASH_SOURCE[0]}")/librdkafka.sh"
+"$(dirname "${BASH_SOURCE[0]}")/googleapis-protos.sh"

@@ -367,11 +367,13 @@ Result<BigQueryJob> BigQueryJob::FromJson(const Value& json) {
 }
 
 Value BigQueryLoadConfig::ToJson() const {
-  Value::Map load{{"sourceUris", StringList(source_uris)},
-                  {"sourceFormat", Value(source_format)},
-                  {"destinationTable", destination.ToJson()},
-                  {"writeDisposition", Value(write_disposition)},
-                  {"createDisposition", Value(create_disposition)}};
+  Value::Map load;
+  // A load sent through the media upload endpoint names no files.
+  if (!source_uris.empty()) load.emplace_back("sourceUris", StringList(source_uris));
+  load.insert(load.end(), {{"sourceFormat", Value(source_format)},
+                           {"destinationTable", destination.ToJson()},
+                           {"writeDisposition", Value(write_disposition)},
+                           {"createDisposition", Value(create_disposition)}});
   if (!schema.empty()) load.emplace_back("schema", BigQuerySchemaToJson(schema));
   if (!schema_update_options.empty()) {
     load.emplace_back("schemaUpdateOptions", StringList(schema_update_options));
@@ -485,7 +487,11 @@ BigQueryClient::BigQueryClient(BigQueryClientOptions options, std::string endpoi
 }
 
 Result<HttpResponse> BigQueryClient::Send(HttpRequest request) {
-  if (!request.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+  bool typed = std::any_of(request.headers.begin(), request.headers.end(),
+                           [](const auto& header) { return header.first == "Content-Type"; });
+  if (!request.body.empty() && !typed) {
+    request.headers.emplace_back("Content-Type", "application/json");
+  }
   // The session retries 429, 5xx and connection failures. BigQuery also throttles with 403 (and
   // sometimes 400) carrying reason rateLimitExceeded or backendError: those are retried here,
   // on the same budget and backoff.
@@ -636,8 +642,8 @@ Status BigQueryClient::DeleteTable(const BigQueryTableRef& ref, bool missing_ok)
 
 // ---- Jobs ---------------------------------------------------------------------------------
 
-Result<BigQueryJob> BigQueryClient::InsertJob(const BigQueryJobRef& ref,
-                                              const Value& configuration) {
+Result<BigQueryJob> BigQueryClient::InsertJob(const BigQueryJobRef& ref, const Value& configuration,
+                                              std::string_view media) {
   BigQueryJobRef complete = Complete(ref);
   if (!IsValidJobId(complete.job_id)) {
     return Fail(InvalidArgumentError(
@@ -653,8 +659,20 @@ Result<BigQueryJob> BigQueryClient::InsertJob(const BigQueryJobRef& ref,
   Value body(
       Value::Map{{"jobReference", Value(std::move(job_ref))}, {"configuration", configuration}});
   std::string url = fmt::format("{}/jobs", ProjectUrl(complete.project));
-  BIZON_ASSIGN_OR_RETURN(HttpResponse response,
-                         Send({.method = "POST", .url = url, .body = body.ToJson()}));
+  HttpRequest request{.method = "POST", .url = url, .body = body.ToJson()};
+  if (!media.empty()) {
+    // The media upload endpoint: the job resource and its data in one multipart request.
+    url = fmt::format("{}/upload/bigquery/v2/projects/{}/jobs", endpoint_,
+                      PercentEncode(complete.project));
+    GoogleMultipartBody multipart =
+        MakeGoogleMultipartBody(request.body, media, "application/octet-stream");
+    request = {.method = "POST",
+               .url = url,
+               .query = {{"uploadType", "multipart"}},
+               .headers = {{"Content-Type", std::move(multipart.content_type)}},
+               .body = std::move(multipart.body)};
+  }
+  BIZON_ASSIGN_OR_RETURN(HttpResponse response, Send(std::move(request)));
   if (response.status == 409) {
     // Our job id is taken: the job was submitted before (a lost answer, a resumed run). Use it.
     spdlog::info("BigQuery job {} already exists; waiting for it instead of submitting it again",

@@ -324,8 +324,11 @@ class BigQueryClient {
   // Jobs.
   /// Inserts a job with `configuration` (the jobs.insert `configuration` object, e.g. {"load":
   /// {...}}) under `ref` (empty project/location: the client's). A 409 on the job id fetches the
-  /// existing job (already_existed = true). Does not wait.
-  Result<BigQueryJob> InsertJob(const BigQueryJobRef& ref, const Value& configuration);
+  /// existing job (already_existed = true). Does not wait. `media`: the data of a load job,
+  /// sent with the job through the media upload endpoint (uploadType=multipart) instead of
+  /// sourceUris.
+  Result<BigQueryJob> InsertJob(const BigQueryJobRef& ref, const Value& configuration,
+                                std::string_view media = {});
   /// A missing job is kNotFound.
   Result<BigQueryJob> GetJob(const BigQueryJobRef& ref);
   /// Polls `job` until DONE; a job that failed (errorResult) is its error. kUnavailable after

@@ -43,11 +43,6 @@ std::optional<int64_t> PersistedFromRange(std::string_view range) {
   return last + 1;
 }
 
-std::string RandomBoundary() {
-  static thread_local std::mt19937_64 generator(std::random_device{}());
-  return fmt::format("bizon_{:016x}{:016x}", generator(), generator());
-}
-
 class MemorySource final : public GcsUploadSource {
  public:
   explicit MemorySource(std::string_view data) : data_(data) {}
@@ -210,24 +205,15 @@ Result<GcsObject> GcsClient::UploadFile(std::string_view bucket, std::string_vie
 
 Result<GcsObject> GcsClient::UploadMultipart(std::string_view bucket, std::string_view name,
                                              std::string_view data, std::string_view content_type) {
-  std::string boundary = RandomBoundary();
-  while (data.find(boundary) != std::string_view::npos) boundary = RandomBoundary();
   Value metadata(Value::Map{{"name", Value(name)}, {"contentType", Value(content_type)}});
-  std::string body = fmt::format(
-      "--{0}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{1}\r\n"
-      "--{0}\r\nContent-Type: {2}\r\n\r\n",
-      boundary, metadata.ToJson(), content_type);
-  body.reserve(body.size() + data.size() + boundary.size() + 8);
-  body.append(data);
-  body += fmt::format("\r\n--{}--\r\n", boundary);
+  GoogleMultipartBody multipart = MakeGoogleMultipartBody(metadata.ToJson(), data, content_type);
   std::string url = fmt::format("{}/upload/storage/v1/b/{}/o", endpoint_, PercentEncode(bucket));
-  BIZON_ASSIGN_OR_RETURN(
-      HttpResponse response,
-      Send({.method = "POST",
-            .url = url,
-            .query = {{"uploadType", "multipart"}},
-            .headers = {{"Content-Type", fmt::format("multipart/related; boundary={}", boundary)}},
-            .body = std::move(body)}));
+  BIZON_ASSIGN_OR_RETURN(HttpResponse response,
+                         Send({.method = "POST",
+                               .url = url,
+                               .query = {{"uploadType", "multipart"}},
+                               .headers = {{"Content-Type", std::move(multipart.content_type)}},
+                               .body = std::move(multipart.body)}));
   if (!response.ok()) return Fail(ResponseError("POST", url + "?uploadType=multipart", response));
   return GcsObject::FromJson(response.body);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <random>
 
 namespace bizon {
 namespace {
@@ -67,6 +68,26 @@ Result<GoogleApiEndpoint> ResolveGoogleApiEndpoint(GoogleApiEndpointOptions opti
                                                                    .sleep = options.sleep,
                                                                    .env = options.env}));
   }
+  return out;
+}
+
+GoogleMultipartBody MakeGoogleMultipartBody(std::string_view metadata_json, std::string_view data,
+                                            std::string_view content_type) {
+  static thread_local std::mt19937_64 generator(std::random_device{}());
+  auto random_boundary = [] {
+    return fmt::format("bizon_{:016x}{:016x}", generator(), generator());
+  };
+  std::string boundary = random_boundary();
+  while (data.find(boundary) != std::string_view::npos) boundary = random_boundary();
+  GoogleMultipartBody out;
+  out.content_type = fmt::format("multipart/related; boundary={}", boundary);
+  out.body = fmt::format(
+      "--{0}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{1}\r\n"
+      "--{0}\r\nContent-Type: {2}\r\n\r\n",
+      boundary, metadata_json, content_type);
+  out.body.reserve(out.body.size() + data.size() + boundary.size() + 8);
+  out.body.append(data);
+  out.body += fmt::format("\r\n--{}--\r\n", boundary);
   return out;
 }
 

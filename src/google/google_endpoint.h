@@ -46,6 +46,16 @@ HttpSessionOptions GoogleApiSessionOptions(const std::shared_ptr<GoogleCredentia
                                            const HttpTimeouts& timeouts, const RetryPolicy& retries,
                                            HttpSleepFunction sleep);
 
+/// A multipart/related upload body (Google's `uploadType=multipart`): the JSON metadata part,
+/// then `data` labelled `content_type`.
+struct GoogleMultipartBody {
+  /// The request's Content-Type header value, with the boundary.
+  std::string content_type;
+  std::string body;
+};
+GoogleMultipartBody MakeGoogleMultipartBody(std::string_view metadata_json, std::string_view data,
+                                            std::string_view content_type);
+
 /// An endpoint that is not an http:// or https:// URL is kInvalidArgument.
 Result<GoogleApiEndpoint> ResolveGoogleApiEndpoint(GoogleApiEndpointOptions options);
 

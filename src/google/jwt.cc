@@ -86,4 +86,40 @@ Result<std::string> MakeRs256Jwt(const Value& header, const Value& claims,
   return signing_input + "." + Base64UrlEncode(signature);
 }
 
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  uint32_t buffer = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (char c : text) {
+    int value;
+    if (c >= 'A' && c <= 'Z') {
+      value = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      value = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      value = c - '0' + 52;
+    } else if (c == '+' || c == '-') {
+      value = 62;
+    } else if (c == '/' || c == '_') {
+      value = 63;
+    } else if (c == '=') {
+      ++padding;
+      continue;
+    } else {
+      return std::nullopt;
+    }
+    if (padding > 0) return std::nullopt;  // Data after padding.
+    buffer = (buffer << 6) | static_cast<uint32_t>(value);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
+    }
+  }
+  if (bits >= 6 || padding > 2) return std::nullopt;  // A dangling sextet is not base64.
+  return out;
+}
+
 }  // namespace bizon

@@ -2,6 +2,7 @@
 // key exchanges for an OAuth access token. Only this folder includes OpenSSL headers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,11 @@ namespace bizon {
 
 /// Base64url without padding (RFC 4648 §5), the JWT encoding of every segment.
 std::string Base64UrlEncode(std::string_view bytes);
+
+/// Standard or URL-safe base64 (RFC 4648 §4 and §5), padding optional, as proto3 JSON readers
+/// accept it; nullopt for anything else (a stray character, data after padding, a dangling
+/// sextet).
+std::optional<std::string> Base64Decode(std::string_view text);
 
 /// The RS256 signature (RSASSA-PKCS1-v1_5 with SHA-256) of `data` under `private_key_pem` (a
 /// PKCS#8 "BEGIN PRIVATE KEY" or PKCS#1 "BEGIN RSA PRIVATE KEY" block), raw bytes. A key that

@@ -11,6 +11,7 @@
 
 #include "bizon/secret_mask.h"
 #include "google/credentials.h"
+#include "google/jwt.h"
 #include "http/http_session.h"
 
 namespace bizon {
@@ -50,43 +51,6 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
     if (end == std::string_view::npos) return parts;
     start = end + 1;
   }
-}
-
-// Standard or URL-safe base64, padding optional (proto3 JSON readers accept both).
-std::optional<std::string> Base64Decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  uint32_t buffer = 0;
-  int bits = 0;
-  size_t padding = 0;
-  for (char c : text) {
-    int value;
-    if (c >= 'A' && c <= 'Z') {
-      value = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      value = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      value = c - '0' + 52;
-    } else if (c == '+' || c == '-') {
-      value = 62;
-    } else if (c == '/' || c == '_') {
-      value = 63;
-    } else if (c == '=') {
-      ++padding;
-      continue;
-    } else {
-      return std::nullopt;
-    }
-    if (padding > 0) return std::nullopt;  // Data after padding.
-    buffer = (buffer << 6) | static_cast<uint32_t>(value);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  if (bits >= 6 || padding > 2) return std::nullopt;  // A dangling sextet is not base64.
-  return out;
 }
 
 // "404 NOT_FOUND: Secret [...] not found or has no versions." from Google's error shape, else

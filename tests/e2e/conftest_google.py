@@ -219,3 +219,24 @@ def google_emulators() -> GoogleEmulators:
         pytest.fail(f"scripts/test-servers.sh start gcs bigquery printed no settings: {env}")
     os.environ.update(env)  # For the bizon processes the tests start.
     return emulators
+
+
+BIGQUERY_ENV_NAMES = ("BIGQUERY_EMULATOR_HOST", "BIGQUERY_STORAGE_EMULATOR_HOST",
+                      "BIZON_BIGQUERY_PROJECT")
+
+
+@pytest.fixture(scope="session")
+def bigquery_emulator() -> GoogleEmulators:
+    """The BigQuery emulator alone (REST and the Storage Write API), for what needs no bucket;
+    started here when the environment names none. Its storage_url and bucket are empty."""
+    env = dict(os.environ)
+    if not all(env.get(name) for name in BIGQUERY_ENV_NAMES):
+        if not os.path.exists("/usr/bin/python3"):
+            skip_or_fail("the BigQuery emulator needs python3 (scripts/emulators-env.sh)")
+        env.update(run_servers("start", "bigquery", timeout=900))
+        if not all(env.get(name) for name in BIGQUERY_ENV_NAMES):
+            pytest.fail(f"scripts/test-servers.sh start bigquery printed no settings: {env}")
+        os.environ.update({name: env[name] for name in BIGQUERY_ENV_NAMES})
+    return GoogleEmulators(bigquery_url=_with_scheme(env["BIGQUERY_EMULATOR_HOST"]),
+                           bigquery_grpc=env["BIGQUERY_STORAGE_EMULATOR_HOST"],
+                           project=env["BIZON_BIGQUERY_PROJECT"], storage_url="", bucket="")

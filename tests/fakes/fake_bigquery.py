@@ -19,14 +19,17 @@ reasons table of /bigquery/docs/error-messages):
 * a query with ``queryParameters`` must say ``useLegacySql: false`` and ``parameterMode:
   NAMED`` (this client sends only named parameters), every parameter ``{name, parameterType:
   {type}, parameterValue: {value?}}``, and every ``@name`` in the SQL must be given;
+* ``POST /upload/bigquery/v2/projects/P/jobs?uploadType=multipart``: a load job with its data
+  (multipart/related: the job resource, then the data, not labelled ``*/*``); the report lists
+  each under ``uploads``;
 * ``POST .../datasets``, ``GET .../datasets/D``, ``POST .../datasets/D/tables``, ``GET``,
   ``PATCH``, ``DELETE .../tables/T``; 404 ``notFound`` and 409 ``duplicate`` as BigQuery.
 
 Behaviour is set through control endpoints (the C++ tests run this file as a process, like
 fake_gcs_resumable.py): ``POST /_fake/token {"token": "t"}`` requires ``Authorization: Bearer
-t`` on every API request (401 otherwise); ``POST /_fake/plan {"job_id", "polls": n,
-"error_result": {...}, "rows": [[...]], "schema": [...], "num_dml_affected_rows": n}`` scripts a
-job (RUNNING for n ``jobs.get``, then DONE, failed when ``error_result`` is set);
+t`` on every API request (401 otherwise); ``POST /_fake/plan {"job_id" (or "query", its SQL),
+"polls": n, "error_result": {...}, "rows": [[...]], "schema": [...], "num_dml_affected_rows":
+n}`` scripts a job (RUNNING for n ``jobs.get``, then DONE, failed when ``error_result`` is set);
 ``POST /_fake/throttle {"path_contains", "status", "reason", "times", "method"?}`` answers the
 next matching requests with a throttling error; ``GET /_fake/report`` gives the violations and
 requests; ``POST /_fake/stop`` ends it.
@@ -77,9 +80,11 @@ class FakeBigQuery(FakeServer):
         self.throttles: list[dict] = []
         self.datasets: dict[tuple[str, str], dict] = {}
         self.tables: dict[tuple[str, str, str], dict] = {}
+        self.uploads: list[dict] = []
         self.stopped = threading.Event()
         for method in ("GET", "POST", "PATCH", "DELETE"):
             self.route(method, "/bigquery/v2/projects", self.api)
+        self.route("POST", "/upload/bigquery/v2/projects", self.upload_job)
         self.route("POST", "/_fake/token", self.set_token)
         self.route("POST", "/_fake/plan", self.set_plan)
         self.route("POST", "/_fake/throttle", self.set_throttle)
@@ -168,9 +173,45 @@ class FakeBigQuery(FakeServer):
         if used - names:
             raise OffContract(f"{where}: the SQL uses undeclared parameters {sorted(used - names)}")
 
-    def insert_job(self, project, request):
-        self.only_params(request, set())
-        body = request.json or {}
+    def upload_job(self, request):
+        """jobs.insert through the media upload endpoint (uploadType=multipart): a
+        multipart/related body of the job resource (JSON) and the load's data, which must not be
+        labelled ``*/*`` (BigQuery and the emulator refuse that)."""
+        rest = request.path[len("/upload" + PREFIX):].split("/")
+        if len(rest) != 2 or rest[1] != "jobs":
+            raise OffContract(f"no such endpoint: {request.method} {request.path}", status=404)
+        if request.param("uploadType") != "multipart":
+            raise OffContract("the upload endpoint takes uploadType=multipart here")
+        match = re.match(r"multipart/related; boundary=(\S+)",
+                         request.headers.get("content-type", ""))
+        if not match:
+            raise OffContract("an upload needs Content-Type multipart/related with a boundary")
+        boundary = match.group(1).encode()
+        parts = request.body.split(b"--" + boundary)
+        if len(parts) != 4 or not parts[3].startswith(b"--"):
+            raise OffContract("a multipart upload has exactly two parts")
+        heads = []
+        for part in parts[1:3]:
+            head, _, payload = part.lstrip(b"\r\n").partition(b"\r\n\r\n")
+            heads.append((head.decode().lower(), payload[:-2] if payload.endswith(b"\r\n")
+                          else payload))
+        if "application/json" not in heads[0][0]:
+            raise OffContract("the first part of an upload is the job resource (application/json)")
+        if "*/*" in heads[1][0]:
+            raise OffContract("multipart upload's second part has unsupported Content-Type '*/*'")
+        body = json.loads(heads[0][1])
+        load = (body.get("configuration") or {}).get("load") or {}
+        if load.get("sourceUris"):
+            raise OffContract("an uploaded load names no sourceUris")
+        with self._lock:
+            self.uploads.append({"job_id": (body.get("jobReference") or {}).get("jobId"),
+                                 "destination": load.get("destinationTable"),
+                                 "data": heads[1][1].decode(errors="replace")})
+        return self.insert_job(unquote(rest[0]), request, body)
+
+    def insert_job(self, project, request, uploaded=None):
+        self.only_params(request, {"uploadType"} if uploaded is not None else set())
+        body = uploaded if uploaded is not None else (request.json or {})
         ref = body.get("jobReference") or {}
         job_id = ref.get("jobId")
         if ref.get("projectId") != project:
@@ -185,14 +226,16 @@ class FakeBigQuery(FakeServer):
             self.check_query(config["query"], "configuration.query")
         if kinds == ["load"]:
             load = config["load"]
-            if not load.get("sourceUris") or not load.get("destinationTable"):
+            if not load.get("destinationTable") or (uploaded is None
+                                                    and not load.get("sourceUris")):
                 raise OffContract("a load needs sourceUris and destinationTable")
         location = ref.get("location") or "US"
         with self._lock:
             if (project, job_id) in self.jobs:
                 return api_error(409, "duplicate",
                                  f"Already Exists: Job {project}:{location}.{job_id}")
-            plan = self.plans.get(job_id, {})
+            plan = (self.plans.get(job_id)
+                    or self.plans.get((config.get("query") or {}).get("query"), {}))
             job = {"project": project, "job_id": job_id, "location": location,
                    "configuration": config, "polls_left": plan.get("polls", 0), "plan": plan}
             self.jobs[(project, job_id)] = job
@@ -387,7 +430,7 @@ class FakeBigQuery(FakeServer):
 
     def report(self, request):
         with self._lock:
-            return {"violations": list(self.violations),
+            return {"violations": list(self.violations), "uploads": list(self.uploads),
                     "requests": [{"method": r.method, "path": r.path,
                                   "query": {k: v[-1] for k, v in r.query.items()},
                                   "authorization": r.headers.get("authorization"),

@@ -404,4 +404,13 @@ Status CheckDestinationIdCharacters(std::string_view id) {
   return Status::Ok();
 }
 
+std::map<std::string, std::vector<size_t>, std::less<>> RowsByDestination(
+    const RecordBatch& batch) {
+  std::map<std::string, std::vector<size_t>, std::less<>> groups;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    groups[std::string(batch.destination_id(i))].push_back(i);
+  }
+  return groups;
+}
+
 }  // namespace bizon

@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <string_view>
@@ -77,6 +78,9 @@ std::string QuoteDestinationId(std::string_view id);
 /// DEL): no destination stores one faithfully (a NUL ends a C string, a newline splits a log
 /// line or a file listing). kInvalidArgument, failure class destination, naming the quoted id.
 Status CheckDestinationIdCharacters(std::string_view id);
+
+/// The rows of `batch` per destination id (empty: the default destination), in id order.
+std::map<std::string, std::vector<size_t>, std::less<>> RowsByDestination(const RecordBatch& batch);
 
 /// The table a table destination (postgres, bigquery) writes a run into before publishing it:
 /// `<table>_temp` on a full refresh, `<table>_incremental` on an incremental run, the table itself

@@ -11,6 +11,7 @@
 
 #include "bizon/config_spec.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/bigquery_common/bigquery_tables.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
@@ -89,45 +90,13 @@ uint64_t Fnv1a(std::string_view text, uint64_t hash = kFnvOffsetBasis) {
   return hash;
 }
 
-/// " (line N)" of a config node, for config errors; empty when the node has no position.
-std::string LineOf(const Value* node) {
-  return node != nullptr && node->mark().line > 0 ? fmt::format(" (line {})", node->mark().line)
-                                                  : std::string();
-}
-
 /// `status` with the line of `node` appended.
 Status AtLine(const Status& status, const Value* node) {
-  return Status(status.code(), status.message() + LineOf(node), FailureClass::kConfig);
+  return Status(status.code(), status.message() + BigqueryConfigLine(node), FailureClass::kConfig);
 }
 
 bool IsTimestampColumn(std::string_view name) {
   return name == "_source_timestamp" || name == "_bizon_extracted_at" || name == "_bizon_loaded_at";
-}
-
-std::string DescribeLayout(const BigQueryTable& table) {
-  std::string out;
-  if (!table.time_partitioning) {
-    out = "not partitioned";
-  } else if (table.time_partitioning->field.empty()) {
-    out = fmt::format("partitioned by ingestion time ({})", table.time_partitioning->type);
-  } else {
-    out = fmt::format("partitioned by `{}` ({})", table.time_partitioning->field,
-                      table.time_partitioning->type);
-  }
-  if (!table.clustering_fields.empty()) {
-    out += fmt::format(", clustered by ({})", fmt::join(table.clustering_fields, ", "));
-  }
-  return out;
-}
-
-bool SameLayout(const BigQueryTable& a, const BigQueryTable& b) {
-  bool a_partitioned = a.time_partitioning.has_value();
-  if (a_partitioned != b.time_partitioning.has_value()) return false;
-  if (a_partitioned && (a.time_partitioning->type != b.time_partitioning->type ||
-                        a.time_partitioning->field != b.time_partitioning->field)) {
-    return false;
-  }
-  return a.clustering_fields == b.clustering_fields;
 }
 
 }  // namespace
@@ -287,7 +256,7 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
   if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
     d.service_account_key_ = auth->GetString("service_account_key");
     d.key_origin_ = "destination.config.authentication.service_account_key" +
-                    LineOf(auth->Find("service_account_key"));
+                    BigqueryConfigLine(auth->Find("service_account_key"));
   }
   d.default_destination_id_ = config.GetString("destination_id");
   d.unnest_ = config.GetBool("unnest", false);
@@ -295,41 +264,10 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
     return Fail(InvalidArgumentError(
         "destination.config: project_id, dataset_id and gcs_buffer_bucket are required"));
   }
-  if (const Value* schemas = config.Find("record_schemas");
-      schemas != nullptr && schemas->is_list()) {
-    for (size_t i = 0; i < schemas->AsList().size(); ++i) {
-      const Value& entry = schemas->AsList()[i];
-      std::string where = fmt::format("destination.config.record_schemas[{}]", i);
-      std::string id = entry.GetString("destination_id");
-      const Value* record_schema = entry.Find("record_schema");
-      auto parsed = ParseRecordSchema(record_schema != nullptr ? *record_schema : Value(), where);
-      if (!parsed)
-        return Fail(AtLine(parsed.error(), record_schema != nullptr ? record_schema : &entry));
-      std::vector<BqColumn> columns = std::move(*parsed);
-      std::vector<std::string> keys;
-      if (const Value* clustering = entry.Find("clustering_keys");
-          clustering != nullptr && clustering->is_list()) {
-        const std::vector<BqColumn>& written = d.unnest_ ? columns : BigqueryRawColumns();
-        for (const Value& key : clustering->AsList()) {
-          std::string name = key.ToDisplayString();
-          if (std::none_of(written.begin(), written.end(),
-                           [&](const BqColumn& column) { return column.name == name; })) {
-            return Fail(InvalidArgumentError(fmt::format(
-                "{}.clustering_keys: '{}' is not a column of the table{}{}", where, name,
-                d.unnest_ ? "" : " (without unnest the columns are the _bizon_/_source_ ones)",
-                LineOf(&key))));
-          }
-          keys.push_back(std::move(name));
-        }
-        if (keys.size() > 4) {
-          return Fail(InvalidArgumentError(
-              fmt::format("{}.clustering_keys: BigQuery clusters by at most 4 columns", where)));
-        }
-      }
-      d.schemas_[id] = std::move(columns);
-      if (!keys.empty()) d.clustering_[id] = std::move(keys);
-    }
-  }
+  BIZON_ASSIGN_OR_RETURN(BigqueryRecordSchemas record_schemas,
+                         ParseBigqueryRecordSchemas(config, d.unnest_));
+  d.schemas_ = std::move(record_schemas.columns);
+  d.clustering_ = std::move(record_schemas.clustering);
   if (d.unnest_ && d.schemas_.empty()) {
     return Fail(InvalidArgumentError(
         "destination.config.unnest: At least one `record_schemas` must be provided if `unnest` "
@@ -388,38 +326,13 @@ Status BigqueryDestination::Open(const Value& resume_state) {
         buffer_format_);
   }
 
-  auto dataset = bigquery_->GetDataset(project_, dataset_);
-  if (!dataset && dataset.error().code() == StatusCode::kNotFound) {
-    if (!create_dataset_) {
-      return DestinationFailure(
-          StatusCode::kFailedPrecondition,
-          fmt::format("BigQuery dataset {}.{} does not exist. Create it manually or set "
-                      "`create_dataset: true` on the destination config.",
-                      project_, dataset_));
-    }
-    dataset = bigquery_->InsertDataset(
-        {.project = project_, .dataset = dataset_, .location = dataset_location_}, true);
-  }
-  if (!dataset) return Tagged(dataset.error(), fmt::format("dataset {}.{}", project_, dataset_));
-  job_location_ = dataset->location;
-
-  // The default table (spec 8.1.1): an explicit id is a bare table name; otherwise an existing
-  // unprefixed <source>_<stream> is reused, else the prefixed name.
-  if (!default_destination_id_.empty()) {
-    default_table_ = default_destination_id_;
-  } else {
-    std::string base = sync_.source_name + "_" + sync_.stream_name;
-    default_table_ = base;
-    if (!table_prefix_.empty()) {
-      auto legacy = bigquery_->GetTable(Ref(base));
-      if (!legacy && legacy.error().code() == StatusCode::kNotFound) {
-        default_table_ = table_prefix_ + base;
-      } else if (!legacy) {
-        spdlog::warn("bigquery destination: could not look up table {}, writing to it: {}",
-                     Ref(base).ToString(), legacy.error().message());
-      }
-    }
-  }
+  // The default table (spec 8.1.1): an explicit id is a bare table name.
+  BIZON_ASSIGN_OR_RETURN(
+      BigqueryDatasetTarget target,
+      PrepareBigqueryDataset(*bigquery_, project_, dataset_, dataset_location_, create_dataset_,
+                             table_prefix_, default_destination_id_, sync_));
+  job_location_ = std::move(target.job_location);
+  default_table_ = std::move(target.default_table);
 
   loads_ = resume_state.GetInteger("loads", 0);
   if (const Value* tables = resume_state.Find("tables"); tables != nullptr && tables->is_list()) {
@@ -459,33 +372,14 @@ Result<BigqueryDestination::TableState*> BigqueryDestination::TableFor(
   if (!destination_id.empty()) {
     BIZON_RETURN_IF_ERROR(CheckBigqueryTableName(name, sync_.sync_mode));
   }
+  BIZON_ASSIGN_OR_RETURN(BigqueryTableLayout layout,
+                         BigqueryLayoutFor({.columns = schemas_, .clustering = clustering_},
+                                           unnest_, destination_id, default_destination_id_, name));
   TableState table;
   table.name = name;
   table.staging = StagingTableName(name, sync_.sync_mode);
-  // The record_schemas entry: the record's destination id, else the configured one, else the
-  // only entry there is.
-  std::string key = destination_id.empty() ? default_destination_id_ : std::string(destination_id);
-  auto schema = schemas_.find(key);
-  if (schema == schemas_.end()) schema = schemas_.find(name);
-  if (schema == schemas_.end() && destination_id.empty() && schemas_.size() == 1) {
-    schema = schemas_.begin();
-  }
-  if (unnest_) {
-    if (schema == schemas_.end()) {
-      return Fail(DestinationFailure(
-          StatusCode::kInvalidArgument,
-          fmt::format("unnest is on but record_schemas has no entry for destination_id {}",
-                      QuoteDestinationId(key.empty() ? name : key))));
-    }
-    table.columns = schema->second;
-  } else {
-    table.columns = BigqueryRawColumns();
-  }
-  if (schema != schemas_.end()) {
-    if (auto keys = clustering_.find(schema->first); keys != clustering_.end()) {
-      table.clustering = keys->second;
-    }
-  }
+  table.columns = std::move(layout.columns);
+  table.clustering = std::move(layout.clustering);
   auto [inserted, unused] = tables_.emplace(name, std::move(table));
   return &inserted->second;
 }
@@ -497,30 +391,9 @@ Status BigqueryDestination::Prepare(TableState& table) {
   wanted.schema = ToBigQuerySchema(table.columns);
   wanted.time_partitioning = partitioning_;
   wanted.clustering_fields = table.clustering;
-  bool staged = sync_.sync_mode != SyncMode::kStream;
-  std::string owner = fmt::format("bizon staging table of pipeline job {}", sync_.job_id);
-  if (staged) wanted.description = owner;
-  auto existing = bigquery_->GetTable(wanted.ref);
-  if (existing) {
-    if (!staged || existing->description == owner) {
-      table.prepared = true;
-      return Status::Ok();
-    }
-    // Left by another job (a failed or killed earlier run): its rows are not this job's.
-    spdlog::info("bigquery destination: dropping staging table {} left by an earlier job",
-                 wanted.ref.ToString());
-    constexpr std::string_view kOwnerPrefix = "bizon staging table of pipeline job ";
-    if (existing->description.starts_with(kOwnerPrefix)) {
-      std::string earlier = existing->description.substr(kOwnerPrefix.size());
-      SweepFilesOfAbandonedJob(earlier);
-    }
-    Status dropped = bigquery_->DeleteTable(wanted.ref, true);
-    if (!dropped.ok()) return Tagged(dropped, "dropping " + wanted.ref.ToString());
-  } else if (existing.error().code() != StatusCode::kNotFound) {
-    return Tagged(existing.error(), "table " + wanted.ref.ToString());
-  }
-  auto created = bigquery_->InsertTable(wanted, true);
-  if (!created) return Tagged(created.error(), "creating table " + wanted.ref.ToString());
+  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(
+      *bigquery_, std::move(wanted), sync_.sync_mode != SyncMode::kStream, sync_.job_id,
+      [this](const std::string& earlier) { SweepFilesOfAbandonedJob(earlier); }));
   table.prepared = true;
   return Status::Ok();
 }
@@ -546,48 +419,7 @@ BigQueryLoadConfig BigqueryDestination::LoadConfig(const TableState& table,
 Result<BigQueryJob> BigqueryDestination::EnsureJob(const std::string& base_id,
                                                    const Value& configuration, bool wait,
                                                    bool submitted_here) {
-  constexpr int kAttempts = 5;
-  Status last = Status::Ok();
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    std::string id = attempt == 0 ? base_id : fmt::format("{}_r{}", base_id, attempt);
-    BigQueryJobRef ref = JobRef(id);
-    auto existing = bigquery_->GetJob(ref);
-    if (existing) {
-      BigQueryJob job = std::move(*existing);
-      if (!job.done()) {
-        if (!wait) return job;
-        auto waited = bigquery_->WaitForJob(job);
-        if (!waited) {
-          // It failed: its id cannot run again, the next attempt has its own.
-          last = waited.error();
-          continue;
-        }
-        job = std::move(*waited);
-      }
-      if (job.error) {
-        // A failed job's id cannot run again: the next attempt has its own.
-        spdlog::info("bigquery destination: job {} failed earlier ({}); retrying as a new job", id,
-                     job.error->message());
-        last = *job.error;
-        continue;
-      }
-      if (!submitted_here) {
-        spdlog::info("bigquery destination: job {} already ran; not running it again", id);
-      }
-      job.already_existed = true;
-      return job;
-    }
-    if (existing.error().code() != StatusCode::kNotFound) return Fail(existing.error());
-    auto inserted = bigquery_->InsertJob(ref, configuration);
-    if (!inserted) return Fail(inserted.error());
-    if (!wait) return inserted;
-    if (inserted->done() && !inserted->error) return inserted;
-    auto waited = bigquery_->WaitForJob(std::move(*inserted));
-    if (waited) return waited;
-    if (waited.error().code() != StatusCode::kUnavailable) return Fail(waited.error());
-    last = waited.error();
-  }
-  return Fail(last);
+  return EnsureBigqueryJob(*bigquery_, JobRef(base_id), configuration, wait, submitted_here);
 }
 
 Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t sequence,
@@ -707,11 +539,7 @@ Result<Value> BigqueryDestination::Write(const RecordBatch& records, int64_t loa
     BIZON_RETURN_IF_ERROR(SubmitPending(false));
   }
   int64_t sequence = ++loads_;
-  std::map<std::string, std::vector<size_t>, std::less<>> groups;
-  for (size_t i = 0; i < records.size(); ++i) {
-    groups[std::string(records.destination_id(i))].push_back(i);
-  }
-  for (const auto& [destination_id, rows] : groups) {
+  for (const auto& [destination_id, rows] : RowsByDestination(records)) {
     BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(destination_id));
     BIZON_RETURN_IF_ERROR(Prepare(*table));
     BIZON_ASSIGN_OR_RETURN(std::string object,
@@ -743,9 +571,10 @@ Status BigqueryDestination::CheckPartitioning(const TableState& table) {
   if (!staging) return Status::Ok();  // Nothing staged.
   auto main = bigquery_->GetTable(Ref(table.name));
   if (!main) return Status::Ok();  // The first run: the copy creates it.
-  if (SameLayout(*staging, *main)) return Status::Ok();
+  if (SameBigqueryLayout(*staging, *main)) return Status::Ok();
   spdlog::warn("bigquery destination: table {} is {}, but this run staged it {}",
-               Ref(table.name).ToString(), DescribeLayout(*main), DescribeLayout(*staging));
+               Ref(table.name).ToString(), DescribeBigqueryLayout(*main),
+               DescribeBigqueryLayout(*staging));
   if (!enforce_partitioning_) {
     spdlog::warn(
         "bigquery destination: set enforce_partitioning: true to recreate {} with the "
@@ -849,35 +678,13 @@ Status BigqueryDestination::OnJobSucceeded() {
   return Status::Ok();
 }
 
-namespace {  /// The rules Create() enforces, as `config validate` reports them: its first error,
-             /// split into
-/// the option's path and the message (without the line, which the diagnostic shows).
+namespace {
+
 std::vector<ConfigRuleViolation> CheckBigqueryConfig(const Value& config, SyncMode sync_mode) {
-  const Value* schemas = config.Find("record_schemas");
-  if (config.GetBool("unnest", false) &&
-      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
-    return {};  // The pipeline spec reports unnest without record_schemas itself.
-  }
-  DestinationContext context;
-  context.sync.sync_mode = sync_mode;
-  context.config = config;
-  auto created = BigqueryDestination::Create(context);
-  if (created) return {};
-  std::string message = created.error().message();
-  constexpr std::string_view kPrefix = "destination.config.";
-  std::string path;
-  if (message.starts_with(kPrefix)) {
-    size_t colon = message.find(": ");
-    if (colon != std::string::npos) {
-      path = message.substr(kPrefix.size(), colon - kPrefix.size());
-      message = message.substr(colon + 2);
-    }
-  }
-  if (size_t line = message.rfind(" (line "); line != std::string::npos && message.ends_with(")")) {
-    message.resize(line);
-  }
-  if (path.empty()) return {};  // Required options: the spec reports them.
-  return {{.path = path, .message = message}};
+  return BigqueryConfigViolations(config, sync_mode, [](const DestinationContext& context) {
+    auto created = BigqueryDestination::Create(context);
+    return created ? Status::Ok() : created.error();
+  });
 }
 
 }  // namespace

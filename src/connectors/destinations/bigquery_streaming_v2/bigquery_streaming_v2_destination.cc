@@ -1,13 +1,30 @@
-// bigquery_streaming_v2: rows appended with the Storage Write API (protobuf rows on the default
-// stream). Declared only: the factory is null until the destination is built.
+// bigquery_streaming_v2: rows appended with the BigQuery Storage Write API (see
+// bigquery_streaming_v2_destination.h).
+#include "connectors/destinations/bigquery_streaming_v2/bigquery_streaming_v2_destination.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <vector>
 
+#include "bizon/clock.h"
 #include "bizon/config_spec.h"
+#include "connectors/destinations/bigquery/bigquery_destination.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
 namespace bizon {
 namespace {
+
+constexpr std::string_view kCommittedStream = "committed_stream";
+constexpr std::string_view kDefaultStream = "default_stream";
+/// The table, in the configured dataset, that records the write stream each job creates per
+/// table before appending to it.
+constexpr std::string_view kStreamRegistry = "_bizon_write_streams";
+/// Refused rows quoted in the error; the rest are counted.
+constexpr size_t kRowErrorsQuoted = 3;
 
 std::vector<FieldSpec> BigqueryStreamingV2Fields() {
   std::vector<FieldSpec> fields = BigqueryDatasetFields();
@@ -18,23 +35,570 @@ std::vector<FieldSpec> BigqueryStreamingV2Fields() {
       BigqueryMaxRowsPerRequestField(),
       BigqueryRecordSchemasField(),
       BigqueryTablePrefixField(),
+      {.name = "write_mode",
+       .type = FieldType::kEnum,
+       .description =
+           "committed_stream: each table gets a COMMITTED write stream and appends carry "
+           "offsets recorded with the destination cursor, so a resumed run writes every row "
+           "once. default_stream: append to the table's _default stream as the original does "
+           "(at-least-once: a retried or resumed append can be written twice).",
+       .nullable = false,
+       .default_value = std::string(kCommittedStream),
+       .enum_values = {std::string(kCommittedStream), std::string(kDefaultStream)}},
   };
   fields.insert(fields.end(), own.begin(), own.end());
   return fields;
 }
 
+Status DestinationFailure(StatusCode code, std::string message) {
+  return Status(code, std::move(message), FailureClass::kDestination);
+}
+
+Status Tagged(const Status& status, std::string_view context) {
+  return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
+}
+
+/// A table id as SQL quotes it: `project.dataset.table`.
+std::string Quoted(const BigQueryTableRef& ref) { return fmt::format("`{}`", ref.ToString()); }
+
+/// The raw-mode row of record `i`: the six _source_/_bizon_ columns, timestamps in RFC 3339.
+std::string RawRow(const RecordBatch& records, size_t i, int64_t loaded_at_us) {
+  std::string out = "{\"_source_record_id\":";
+  AppendJsonStringFast(out, records.id(i));
+  out += ",\"_source_timestamp\":\"";
+  AppendRfc3339(out, records.timestamp_us(i));
+  out += "\",\"_source_data\":";
+  AppendJsonStringFast(out, records.payload(i));
+  out += ",\"_bizon_extracted_at\":\"";
+  AppendRfc3339(out, records.extracted_at_us(i));
+  out += "\",\"_bizon_loaded_at\":\"";
+  AppendRfc3339(out, loaded_at_us);
+  out += "\",\"_bizon_id\":\"";
+  out += NewUuidHex();
+  out += "\"}";
+  return out;
+}
+
+/// The PARTITION BY expression of `partitioning` over `columns` (spec 8.3); empty: none.
+Result<std::string> PartitionExpression(const std::optional<BigQueryTimePartitioning>& partitioning,
+                                        const std::vector<BqColumn>& columns,
+                                        const BigQueryTableRef& table) {
+  if (!partitioning) return std::string();
+  if (partitioning->field.empty()) return std::string("_PARTITIONDATE");
+  auto column = std::find_if(columns.begin(), columns.end(),
+                             [&](const BqColumn& c) { return c.name == partitioning->field; });
+  if (column == columns.end()) {
+    return Fail(DestinationFailure(
+        StatusCode::kFailedPrecondition,
+        fmt::format("Cannot publish {}: its partition field '{}' is not a column of the table",
+                    table.ToString(), partitioning->field)));
+  }
+  const std::string& window = partitioning->type;
+  switch (column->type) {
+    case BqColumnType::kTimestamp:
+      return fmt::format("TIMESTAMP_TRUNC(`{}`, {})", column->name, window);
+    case BqColumnType::kDatetime:
+      return fmt::format("DATETIME_TRUNC(`{}`, {})", column->name, window);
+    case BqColumnType::kDate:
+      if (window == "DAY") return fmt::format("`{}`", column->name);
+      return fmt::format("DATE_TRUNC(`{}`, {})", column->name, window);
+    default:
+      return Fail(DestinationFailure(
+          StatusCode::kFailedPrecondition,
+          fmt::format("Cannot publish {}: its partition field '{}' is not a TIMESTAMP, DATE or "
+                      "DATETIME column",
+                      table.ToString(), partitioning->field)));
+  }
+}
+
 }  // namespace
+
+BigqueryStreamingV2Destination::BigqueryStreamingV2Destination(const DestinationContext& context)
+    : sync_(context.sync) {}
+
+BigqueryStreamingV2Destination::~BigqueryStreamingV2Destination() = default;
+
+Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Destination::Create(
+    const DestinationContext& context, BigqueryStreamingV2Connection connection) {
+  std::unique_ptr<BigqueryStreamingV2Destination> destination(
+      new BigqueryStreamingV2Destination(context));
+  BigqueryStreamingV2Destination& d = *destination;
+  const Value& config = context.config;
+  d.connection_ = std::move(connection);
+  d.project_ = config.GetString("project_id");
+  d.dataset_ = config.GetString("dataset_id");
+  d.dataset_location_ = config.GetString("dataset_location", "US");
+  d.enforce_partitioning_ = config.GetBool("enforce_partitioning", false);
+  d.committed_ = config.GetString("write_mode", std::string(kCommittedStream)) == kCommittedStream;
+  d.max_rows_per_request_ =
+      std::clamp<int64_t>(config.GetInteger("bq_max_rows_per_request", 5000), 1, 10000);
+  d.table_prefix_ = config.GetString("table_prefix", "_bizon_");
+  if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
+    d.service_account_key_ = auth->GetString("service_account_key");
+  }
+  d.default_destination_id_ = config.GetString("destination_id");
+  d.unnest_ = config.GetBool("unnest", false);
+  if (d.project_.empty() || d.dataset_.empty()) {
+    return Fail(InvalidArgumentError("destination.config: project_id and dataset_id are required"));
+  }
+  BIZON_ASSIGN_OR_RETURN(d.schemas_, ParseBigqueryRecordSchemas(config, d.unnest_));
+  if (d.unnest_ && d.schemas_.columns.empty()) {
+    return Fail(InvalidArgumentError(
+        "destination.config.unnest: At least one `record_schemas` must be provided if `unnest` "
+        "is set to True."));
+  }
+  // Unnest with a single record schema: it names the table (spec 8.2 step 1).
+  if (d.unnest_ && d.default_destination_id_.empty() && d.schemas_.columns.size() == 1) {
+    d.default_destination_id_ = d.schemas_.columns.begin()->first;
+  }
+  const Value* time_partitioning = config.Find("time_partitioning");
+  if (time_partitioning != nullptr && time_partitioning->is_null()) {
+    d.partitioning_.reset();  // An explicit null: unpartitioned tables.
+  } else {
+    std::map<std::string, std::vector<BqColumn>, std::less<>> none;
+    auto partitioning = ResolveBigqueryPartitioning(time_partitioning, d.unnest_,
+                                                    d.unnest_ ? d.schemas_.columns : none);
+    if (!partitioning) {
+      const Value* field =
+          time_partitioning != nullptr ? time_partitioning->Find("field") : nullptr;
+      return Fail(Status(partitioning.error().code(),
+                         partitioning.error().message() +
+                             BigqueryConfigLine(field != nullptr ? field : time_partitioning),
+                         FailureClass::kConfig));
+    }
+    d.partitioning_ = *partitioning;
+  }
+  return destination;
+}
+
+Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
+  std::shared_ptr<GoogleCredentials> credentials;
+  if (!service_account_key_.empty()) {
+    BIZON_ASSIGN_OR_RETURN(
+        credentials,
+        MakeGoogleCredentials(
+            {.inline_key = service_account_key_,
+             .inline_key_origin = "destination.config.authentication.service_account_key",
+             .scopes = {std::string(kBigQueryScope)}}));
+  }
+  if (connection_.credentials) credentials = connection_.credentials;
+  BigQueryClientOptions rest_options;
+  rest_options.credentials = credentials;
+  rest_options.project = project_;
+  rest_options.endpoint = connection_.bigquery_endpoint;
+  auto bigquery = BigQueryClient::Make(std::move(rest_options));
+  if (!bigquery) return Tagged(bigquery.error(), "BigQuery client");
+  bigquery_ = std::move(*bigquery);
+  BigQueryWriteClientOptions write_options;
+  write_options.credentials = credentials;
+  write_options.endpoint = connection_.storage_endpoint;
+  if (connection_.max_request_bytes > 0) {
+    write_options.max_request_bytes = connection_.max_request_bytes;
+  }
+  // Without offsets nothing stops a request sent after a refused one from being written: send
+  // one at a time, so that a refused row is the last thing written.
+  if (!committed_) write_options.max_inflight = 1;
+  auto writer = BigQueryWriteClient::Make(std::move(write_options));
+  if (!writer) return Tagged(writer.error(), "BigQuery Storage Write client");
+  writer_ = std::move(*writer);
+
+  // The dataset is created when missing; destination_id is a full project.dataset.table.
+  BIZON_ASSIGN_OR_RETURN(
+      BigqueryDatasetTarget target,
+      PrepareBigqueryDataset(*bigquery_, project_, dataset_, dataset_location_, /*create=*/true,
+                             table_prefix_, default_destination_id_, sync_));
+  job_location_ = std::move(target.job_location);
+  default_table_ = std::move(target.default_table);
+
+  if (committed_) {
+    // The registry of the write streams each job created (see OpenCommittedStream()).
+    BigQuerySchema registry_schema = {{.name = "job_id", .type = "STRING", .mode = "REQUIRED"},
+                                      {.name = "table_id", .type = "STRING", .mode = "REQUIRED"},
+                                      {.name = "stream", .type = "STRING", .mode = "REQUIRED"},
+                                      {.name = "created_at", .type = "TIMESTAMP"}};
+    auto registry_rows = ProtoRowSchema::Make(registry_schema);
+    if (!registry_rows) return registry_rows.error();
+    registry_schema_ = std::move(*registry_rows);
+    BigQueryTable registry{.ref = RegistryRef(),
+                           .schema = std::move(registry_schema),
+                           .description =
+                               "bizon: the write streams of bigquery_streaming_v2 jobs, "
+                               "so that a resumed job takes up its own"};
+    auto existing = bigquery_->GetTable(registry.ref);
+    if (!existing && existing.error().code() == StatusCode::kNotFound) {
+      auto created = bigquery_->InsertTable(registry, /*exists_ok=*/true);
+      if (!created) return Tagged(created.error(), "creating " + registry.ref.ToString());
+    } else if (!existing) {
+      return Tagged(existing.error(), "table " + registry.ref.ToString());
+    } else {
+      registry_ready_ = true;  // It may hold this job's streams.
+    }
+  }
+
+  // A resumed run: the tables the dead run wrote, and where their streams stand.
+  writes_ = resume_state.GetInteger("writes", 0);
+  if (const Value* tables = resume_state.Find("tables"); tables != nullptr && tables->is_list()) {
+    for (const Value& entry : tables->AsList()) {
+      std::string id = entry.GetString("table");
+      BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(id == default_table_ ? "" : id));
+      BIZON_RETURN_IF_ERROR(Prepare(*table));
+      if (committed_) {
+        table->stream = entry.GetString("stream");
+        table->next_offset = entry.GetInteger("next_offset", 0);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destination::TableFor(
+    std::string_view destination_id) {
+  std::string name(destination_id.empty() ? std::string_view(default_table_) : destination_id);
+  if (auto found = tables_.find(name); found != tables_.end()) return &found->second;
+  BIZON_RETURN_IF_ERROR(CheckDestinationIdCharacters(name));
+  TableState table;
+  // A full `project.dataset.table`, or a bare name in the configured dataset.
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    size_t dot = name.find('.', start);
+    parts.push_back(name.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  bool usable = (parts.size() == 1 || parts.size() == 3) && name.find('`') == std::string::npos &&
+                std::none_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); });
+  if (!usable) {
+    return Fail(DestinationFailure(
+        StatusCode::kInvalidArgument,
+        fmt::format("BigQuery table id {} is neither 'project.dataset.table' nor a bare table "
+                    "name without '`'",
+                    QuoteDestinationId(name))));
+  }
+  table.main = parts.size() == 3
+                   ? BigQueryTableRef{.project = parts[0], .dataset = parts[1], .table = parts[2]}
+                   : BigQueryTableRef{.project = project_, .dataset = dataset_, .table = parts[0]};
+  table.staging = table.main;
+  table.staging.table = StagingTableName(table.main.table, sync_.sync_mode);
+  BIZON_ASSIGN_OR_RETURN(
+      BigqueryTableLayout layout,
+      BigqueryLayoutFor(schemas_, unnest_, destination_id, default_destination_id_, name));
+  table.columns = std::move(layout.columns);
+  table.clustering = std::move(layout.clustering);
+  auto schema = ProtoRowSchema::Make(ToBigQuerySchema(table.columns));
+  if (!schema) return Fail(Tagged(schema.error(), "table " + table.main.ToString()));
+  table.schema = std::move(*schema);
+  auto [inserted, unused] = tables_.emplace(name, std::move(table));
+  return &inserted->second;
+}
+
+Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
+  if (table.prepared) return Status::Ok();
+  BigQueryTable wanted;
+  wanted.ref = table.staging;
+  wanted.schema = ToBigQuerySchema(table.columns);
+  wanted.time_partitioning = partitioning_;
+  wanted.clustering_fields = table.clustering;
+  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(wanted),
+                                             sync_.sync_mode != SyncMode::kStream, sync_.job_id,
+                                             /*on_abandoned=*/nullptr));
+  table.prepared = true;
+  return Status::Ok();
+}
+
+Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const RecordBatch& records,
+                                                  const std::vector<size_t>& rows,
+                                                  int64_t loaded_at_us) {
+  ProtoRowEncoder encoder(*table.schema);
+  std::vector<std::string> json_rows;
+  std::vector<std::string> serialized;
+  json_rows.reserve(rows.size());
+  serialized.reserve(rows.size());
+  for (size_t row : rows) {
+    json_rows.push_back(unnest_ ? std::string(records.payload(row))
+                                : RawRow(records, row, loaded_at_us));
+    std::string encoded;
+    Status status = encoder.Encode(json_rows.back(), encoded);
+    if (!status.ok()) {
+      return Tagged(status, fmt::format("record {} for {}", QuoteDestinationId(records.id(row)),
+                                        table.main.ToString()));
+    }
+    serialized.push_back(std::move(encoded));
+  }
+  AppendStreamOptions options{.max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
+  std::string stream_name;
+  if (committed_) {
+    if (table.stream.empty()) BIZON_RETURN_IF_ERROR(OpenCommittedStream(table));
+    stream_name = table.stream;
+    options.offsets = true;
+    options.first_offset = table.next_offset;
+  } else {
+    stream_name = BigQueryWriteClient::DefaultStreamName(table.staging);
+  }
+  BIZON_ASSIGN_OR_RETURN(
+      auto stream, writer_->OpenAppendStream(stream_name, table.schema->descriptor(), options));
+  auto appended = stream->Append(serialized);
+  Status status = appended ? stream->Close() : appended.error();
+  if (!status.ok()) {
+    const std::vector<AppendRowError>& refused = stream->row_errors();
+    if (refused.empty()) return Tagged(status, "appending to " + table.staging.ToString());
+    std::vector<std::string> parts;
+    for (const AppendRowError& error : refused) {
+      if (parts.size() == kRowErrorsQuoted) break;
+      std::string id = error.row < rows.size() ? QuoteDestinationId(records.id(rows[error.row]))
+                                               : fmt::format("#{}", error.row);
+      parts.push_back(fmt::format("record {}: {}", id, error.message));
+    }
+    std::string more = refused.size() > parts.size()
+                           ? fmt::format(" (and {} more)", refused.size() - parts.size())
+                           : std::string();
+    return DestinationFailure(
+        StatusCode::kInvalidArgument,
+        fmt::format("BigQuery refused rows written to {}, nothing from them on was written: {}{}",
+                    table.staging.ToString(), fmt::join(parts, "; "), more));
+  }
+  if (committed_) table.next_offset = stream->next_offset();
+  if (!appended->oversized_rows.empty()) {
+    std::vector<std::string> large;
+    std::vector<size_t> large_records;
+    for (size_t index : appended->oversized_rows) {
+      large.push_back(std::move(json_rows[index]));
+      large_records.push_back(rows[index]);
+    }
+    // The id of this write's load of these rows: a resumed run loading them again finds it done.
+    std::string job_id =
+        BigqueryLoadJobId(sync_.job_id, table.staging.ToString(), writes_, records, large_records);
+    BIZON_RETURN_IF_ERROR(LoadLargeRows(table, job_id, large));
+  }
+  return Status::Ok();
+}
+
+BigQueryTableRef BigqueryStreamingV2Destination::RegistryRef() const {
+  return {.project = project_, .dataset = dataset_, .table = std::string(kStreamRegistry)};
+}
+
+Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
+  // No recorded cursor names a stream for this table, but a run of this job that died before its
+  // first cursor may have created one and written to it: the registry says which.
+  BigQueryQueryConfig lookup{
+      .query = fmt::format("SELECT stream FROM {} WHERE job_id = @job_id AND table_id = @table_id "
+                           "ORDER BY created_at DESC LIMIT 1",
+                           Quoted(RegistryRef())),
+      .parameters = {BigQueryParameter::String("job_id", sync_.job_id),
+                     BigQueryParameter::String("table_id", table.staging.ToString())}};
+  if (registry_ready_) {
+    auto found = bigquery_->RunQuery({.project = project_,
+                                      .job_id = BigQueryClient::RandomJobId("bizon_lookup"),
+                                      .location = job_location_},
+                                     lookup);
+    if (!found) return Tagged(found.error(), "looking up the write streams of this job");
+    if (!found->rows.empty() && !found->rows[0].empty() && found->rows[0][0].is_string()) {
+      table.stream = found->rows[0][0].AsString();
+      table.next_offset = 0;
+      spdlog::info(
+          "bigquery_streaming_v2 destination: taking up write stream {} of {}, which a run of "
+          "this job wrote to before recording a cursor; appending from offset 0",
+          table.stream, table.staging.ToString());
+      return Status::Ok();
+    }
+  }
+  auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kCommitted);
+  if (!created) {
+    return Tagged(created.error(), "creating a write stream on " + table.staging.ToString());
+  }
+  // Registered before anything is appended to it, so that a run dying now finds it again.
+  std::string row =
+      fmt::format(R"({{"job_id":{},"table_id":{},"stream":{},"created_at":{}}})",
+                  Value(sync_.job_id).ToJson(), Value(table.staging.ToString()).ToJson(),
+                  Value(created->name).ToJson(), NowMicros() / 1000000);
+  std::string encoded;
+  ProtoRowEncoder encoder(*registry_schema_);
+  BIZON_RETURN_IF_ERROR(encoder.Encode(row, encoded));
+  BIZON_ASSIGN_OR_RETURN(
+      auto stream, writer_->OpenAppendStream(BigQueryWriteClient::DefaultStreamName(RegistryRef()),
+                                             registry_schema_->descriptor()));
+  auto appended = stream->Append({encoded});
+  Status registered = appended ? stream->Close() : appended.error();
+  if (!registered.ok()) return Tagged(registered, "registering write stream " + created->name);
+  table.stream = created->name;
+  table.next_offset = 0;
+  return Status::Ok();
+}
+
+Status BigqueryStreamingV2Destination::LoadLargeRows(TableState& table, const std::string& job_id,
+                                                     const std::vector<std::string>& json_rows) {
+  std::string ndjson;
+  for (const std::string& row : json_rows) {
+    ndjson += row;
+    ndjson += '\n';
+  }
+  BigQueryLoadConfig load;
+  load.source_format = "NEWLINE_DELIMITED_JSON";
+  load.destination = table.staging;
+  load.schema = ToBigQuerySchema(table.columns);
+  load.write_disposition = "WRITE_APPEND";
+  load.create_disposition = "CREATE_NEVER";
+  load.ignore_unknown_values = true;
+  spdlog::info(
+      "bigquery_streaming_v2 destination: {} rows too large for the Storage Write API "
+      "are loaded into {} by job {}",
+      json_rows.size(), table.staging.ToString(), job_id);
+  auto loaded = EnsureBigqueryJob(
+      *bigquery_, {.project = project_, .job_id = job_id, .location = job_location_}, load.ToJson(),
+      /*wait=*/true, /*submitted_here=*/false, ndjson);
+  if (!loaded) {
+    return Tagged(loaded.error(), fmt::format("loading {} large rows into {}", json_rows.size(),
+                                              table.staging.ToString()));
+  }
+  return Status::Ok();
+}
+
+Value BigqueryStreamingV2Destination::CurrentState() const {
+  Value::List tables;
+  for (const auto& [name, table] : tables_) {
+    Value entry(Value::Map{{"table", name}});
+    if (committed_) {
+      entry.Set("stream", table.stream);
+      entry.Set("next_offset", table.next_offset);
+    }
+    tables.push_back(std::move(entry));
+  }
+  return Value(Value::Map{{"writes", writes_}, {"tables", std::move(tables)}});
+}
+
+Result<Value> BigqueryStreamingV2Destination::Write(const RecordBatch& records,
+                                                    int64_t loaded_at_us) {
+  ++writes_;
+  for (const auto& [destination_id, rows] : RowsByDestination(records)) {
+    BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(destination_id));
+    BIZON_RETURN_IF_ERROR(Prepare(*table));
+    BIZON_RETURN_IF_ERROR(AppendRows(*table, records, rows, loaded_at_us));
+  }
+  return CurrentState();
+}
+
+Result<BigQueryJob> BigqueryStreamingV2Destination::RunStatement(const std::string& job_id,
+                                                                 const std::string& sql) {
+  BigQueryQueryConfig query{.query = sql};
+  return EnsureBigqueryJob(*bigquery_,
+                           {.project = project_, .job_id = job_id, .location = job_location_},
+                           query.ToJson(), /*wait=*/true);
+}
+
+Status BigqueryStreamingV2Destination::Publish(TableState& table) {
+  std::string job_id = BigqueryJobId("publish", sync_.job_id, table.main.ToString(), 0);
+  std::vector<std::string> columns;
+  for (const BqColumn& column : table.columns) columns.push_back(fmt::format("`{}`", column.name));
+  std::string list = fmt::format("{}", fmt::join(columns, ", "));
+  std::string sql;
+  if (sync_.sync_mode == SyncMode::kFullRefresh) {
+    // The layout to declare: the configured one, unless the table exists with another (then
+    // its own, so that the run works), or enforce_partitioning drops it first.
+    std::optional<BigQueryTimePartitioning> partitioning = partitioning_;
+    std::vector<std::string> clustering = table.clustering;
+    BigQueryTable wanted{.ref = table.main,
+                         .time_partitioning = partitioning_,
+                         .clustering_fields = table.clustering};
+    auto existing = bigquery_->GetTable(table.main);
+    if (existing && !SameBigqueryLayout(*existing, wanted)) {
+      spdlog::warn("bigquery_streaming_v2 destination: table {} is {}, the configuration asks {}",
+                   table.main.ToString(), DescribeBigqueryLayout(*existing),
+                   DescribeBigqueryLayout(wanted));
+      if (enforce_partitioning_) {
+        spdlog::warn("bigquery_streaming_v2 destination: enforce_partitioning: dropping {}",
+                     table.main.ToString());
+        Status dropped = bigquery_->DeleteTable(table.main, true);
+        if (!dropped.ok()) return Tagged(dropped, "dropping " + table.main.ToString());
+      } else {
+        partitioning = existing->time_partitioning;
+        clustering = existing->clustering_fields;
+      }
+    }
+    BIZON_ASSIGN_OR_RETURN(std::string partition_by,
+                           PartitionExpression(partitioning, table.columns, table.main));
+    sql = fmt::format("CREATE OR REPLACE TABLE {}", Quoted(table.main));
+    if (!partition_by.empty()) sql += " PARTITION BY " + partition_by;
+    if (!clustering.empty()) {
+      std::vector<std::string> keys;
+      for (const std::string& key : clustering) keys.push_back(fmt::format("`{}`", key));
+      sql += fmt::format(" CLUSTER BY {}", fmt::join(keys, ", "));
+    }
+    sql += fmt::format(" AS SELECT {} FROM {}", list, Quoted(table.staging));
+  } else {
+    BigQueryTable main{.ref = table.main,
+                       .schema = ToBigQuerySchema(table.columns),
+                       .time_partitioning = partitioning_,
+                       .clustering_fields = table.clustering};
+    BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(main), /*staged=*/false,
+                                               sync_.job_id, /*on_abandoned=*/nullptr));
+    sql = fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}", Quoted(table.main), list, list,
+                      Quoted(table.staging));
+  }
+  auto published = RunStatement(job_id, sql);
+  if (!published) {
+    return Tagged(published.error(), fmt::format("publishing {} to {}", table.staging.ToString(),
+                                                 table.main.ToString()));
+  }
+  return Status::Ok();
+}
+
+Status BigqueryStreamingV2Destination::Finalize() {
+  if (committed_) {
+    // The stream must hold exactly the rows this job counted: a resumed request that started
+    // inside a dead run's rows and reached past them was skipped whole (ALREADY_EXISTS), and its
+    // rows past the dead run's end are missing. Nothing is published then.
+    for (auto& [name, table] : tables_) {
+      if (table.stream.empty()) continue;
+      auto rows = writer_->FinalizeWriteStream(table.stream);
+      if (!rows) return Tagged(rows.error(), "finalizing write stream " + table.stream);
+      if (*rows != table.next_offset) {
+        return DestinationFailure(
+            StatusCode::kDataLoss,
+            fmt::format("Write stream {} holds {} rows where this job wrote {}: a resumed run "
+                        "did not send its rows as the interrupted one did; nothing is published",
+                        table.stream, *rows, table.next_offset));
+      }
+    }
+  }
+  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
+  for (auto& [name, table] : tables_) BIZON_RETURN_IF_ERROR(Publish(table));
+  return Status::Ok();
+}
+
+Status BigqueryStreamingV2Destination::OnJobSucceeded() {
+  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
+  for (auto& [name, table] : tables_) {
+    Status dropped = bigquery_->DeleteTable(table.staging, true);
+    if (!dropped.ok()) {
+      // A leftover staging table is dropped by the next run that finds it.
+      spdlog::warn("bigquery_streaming_v2 destination: could not drop staging table {}: {}",
+                   table.staging.ToString(), dropped.message());
+    }
+  }
+  return Status::Ok();
+}
 
 Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry) {
   return registry.AddDestination({
       .name = "bigquery_streaming_v2",
-      .description = "BigQuery through the Storage Write API, with staging tables published by "
-                     "SQL on full refresh and incremental runs.",
+      .description = "BigQuery through the Storage Write API (exactly-once committed streams by "
+                     "default), with staging tables published by SQL on full refresh and "
+                     "incremental runs.",
       .alias = "bigquery",
       .config = {.fields = BigqueryStreamingV2Fields(), .unknown_keys = UnknownKeys::kError},
       .supports_reset = true,
+      .check_config =
+          [](const Value& config, SyncMode sync_mode) {
+            return BigqueryConfigViolations(
+                config, sync_mode, [](const DestinationContext& context) {
+                  auto created = BigqueryStreamingV2Destination::Create(context);
+                  return created ? Status::Ok() : created.error();
+                });
+          },
       .check_pipeline = CheckStreamTableIds,
-      .factory = nullptr,
+      .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
+        BIZON_ASSIGN_OR_RETURN(auto destination, BigqueryStreamingV2Destination::Create(context));
+        return std::unique_ptr<Destination>(std::move(destination));
+      },
   });
 }
 

@@ -1,0 +1,134 @@
+// The bigquery_streaming_v2 destination: rows appended with the BigQuery Storage Write API as
+// protobuf rows (ProtoRowEncoder), into the table's staging table; Finalize() publishes it with
+// SQL.
+//
+// | sync mode                  | Write() appends to      | Finalize()                            |
+// |----------------------------|-------------------------|---------------------------------------|
+// | full refresh (and a reset) | `<table>_temp`          | CREATE OR REPLACE TABLE ... AS SELECT |
+// | incremental                | `<table>_incremental`   | INSERT INTO <table> SELECT            |
+// | stream                     | `<table>`               | nothing                               |
+//
+// Tables are created as the bigquery destination creates them (bigquery_common/
+// bigquery_tables.h: schema, partitioning, clustering, staging tables owned by the pipeline job),
+// and OnJobSucceeded() drops the staging tables.
+//
+// `write_mode: committed_stream` (the default) is exactly-once: each table gets a COMMITTED write
+// stream, appends carry explicit offsets, and the state returned by Write() (recorded with the
+// destination cursor) holds the stream name and the next offset per table. A resumed run appends
+// from the recorded offset: rows a dead run wrote after its last cursor sit at those offsets, and
+// BigQuery answers ALREADY_EXISTS to them, which is success. Finalize() finalizes each stream and
+// fails (before publishing) when its row count differs from the offsets the job counted, which
+// catches a resumed run that did not cut its requests as the dead one did. A stream is
+// registered in `_bizon_write_streams` before its first append, so that a run of the job that
+// died before its first cursor is taken up too.
+// `write_mode: default_stream` appends to `_default` as the original does: at-least-once (a
+// retried or resumed append may be written twice), no stream to create. See README.md.
+//
+// A row too large for an AppendRows request is loaded by a load job (its JSON sent with the job
+// through the media upload endpoint) under a deterministic job id, so it too is written once.
+// A row BigQuery refuses (row_errors) fails the run, naming the record, and BigQuery's message
+// (the column and the reason); nothing of that request or after it is written.
+//
+// Thread safety: one instance is used from the consumer's thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bizon/registry.h"
+#include "connectors/destinations/bigquery/bigquery_load_schema.h"
+#include "connectors/destinations/bigquery_common/bigquery_tables.h"
+#include "google/bigquery_client.h"
+#include "google/bigquery_write_client.h"
+#include "google/proto_rows.h"
+
+namespace bizon {
+
+/// Where the destination's clients connect, for tests: empty keeps the emulator variables or
+/// production.
+struct BigqueryStreamingV2Connection {
+  /// scheme://host:port of the REST API.
+  std::string bigquery_endpoint;
+  /// host:port of the Storage Write API (plaintext).
+  std::string storage_endpoint;
+  /// 0: the client's default (9.5 MiB).
+  size_t max_request_bytes = 0;
+  /// Instead of the configured key or Application Default Credentials.
+  std::shared_ptr<GoogleCredentials> credentials;
+};
+
+class BigqueryStreamingV2Destination final : public Destination {
+ public:
+  /// Checks the config (record_schemas, partitioning, clustering); connects in Open().
+  static Result<std::unique_ptr<BigqueryStreamingV2Destination>> Create(
+      const DestinationContext& context, BigqueryStreamingV2Connection connection = {});
+  ~BigqueryStreamingV2Destination() override;
+  BigqueryStreamingV2Destination(const BigqueryStreamingV2Destination&) = delete;
+  BigqueryStreamingV2Destination& operator=(const BigqueryStreamingV2Destination&) = delete;
+
+  Status Open(const Value& resume_state) override;
+  Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
+  Status Finalize() override;
+  Status OnJobSucceeded() override;
+
+ private:
+  struct TableState {
+    BigQueryTableRef main;
+    BigQueryTableRef staging;
+    std::vector<BqColumn> columns;
+    std::vector<std::string> clustering;
+    std::optional<ProtoRowSchema> schema;
+    bool prepared = false;
+    /// committed_stream: the table's write stream and the offset its next row takes.
+    std::string stream;
+    int64_t next_offset = 0;
+  };
+
+  explicit BigqueryStreamingV2Destination(const DestinationContext& context);
+
+  Result<TableState*> TableFor(std::string_view destination_id);
+  Status Prepare(TableState& table);
+  Status AppendRows(TableState& table, const RecordBatch& records, const std::vector<size_t>& rows,
+                    int64_t loaded_at_us);
+  /// Takes up the committed stream a run of this job registered for `table`, or creates and
+  /// registers one.
+  Status OpenCommittedStream(TableState& table);
+  BigQueryTableRef RegistryRef() const;
+  Status LoadLargeRows(TableState& table, const std::string& job_id,
+                       const std::vector<std::string>& json_rows);
+  Result<BigQueryJob> RunStatement(const std::string& job_id, const std::string& sql);
+  Status Publish(TableState& table);
+  Value CurrentState() const;
+
+  SyncMetadata sync_;
+  BigqueryStreamingV2Connection connection_;
+  std::string project_;
+  std::string dataset_;
+  std::string dataset_location_;
+  bool enforce_partitioning_ = false;
+  bool committed_ = true;
+  int64_t max_rows_per_request_ = 5000;
+  std::string table_prefix_;
+  std::string service_account_key_;
+  std::string default_destination_id_;
+  bool unnest_ = false;
+  std::optional<BigQueryTimePartitioning> partitioning_;
+  BigqueryRecordSchemas schemas_;
+
+  std::unique_ptr<BigQueryClient> bigquery_;
+  std::unique_ptr<BigQueryWriteClient> writer_;
+  std::string job_location_;
+  std::string default_table_;
+  std::map<std::string, TableState, std::less<>> tables_;
+  /// committed_stream: the registry's row message, and whether the table existed at Open() (a
+  /// fresh one holds no stream of this job).
+  std::optional<ProtoRowSchema> registry_schema_;
+  bool registry_ready_ = false;
+  int64_t writes_ = 0;
+};
+
+}  // namespace bizon

@@ -1,0 +1,435 @@
+// The bigquery_streaming_v2 destination against the in-process Storage Write fake
+// (tests/fakes/fake_bigquery_write.h) and the REST fake (tests/fakes/fake_bigquery.py): committed
+// streams with offsets, a resume from the recorded offset, refused rows, oversized rows, the
+// default-stream option and the SQL publish; then a round trip through the emulator.
+#include "connectors/destinations/bigquery_streaming_v2/bigquery_streaming_v2_destination.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bizon/clock.h"
+#include "fakes/fake_bigquery_write.h"
+#include "google/google_test_support.h"
+#include "google/proto_rows.h"
+#include "testing/test_servers.h"
+
+namespace bizon {
+namespace {
+
+using testing_support::FakeBigQueryWrite;
+using Fault = FakeBigQueryWrite::Fault;
+
+constexpr int64_t kLoadedAt = 1733400000000000;  // 2024-12-05 12:00:00 UTC.
+
+Value UnnestSchemas(const std::string& destination_id) {
+  return Value(Value::List{Value(
+      Value::Map{{"destination_id", destination_id},
+                 {"record_schema",
+                  Value(Value::List{
+                      Value(Value::Map{{"name", "id"}, {"type", "INTEGER"}, {"mode", "REQUIRED"}}),
+                      Value(Value::Map{{"name", "name"}, {"type", "STRING"}, {"mode", "NULLABLE"}}),
+                  })}})});
+}
+
+RecordBatch Records(int from, int count, const std::string& padding = "") {
+  RecordBatch batch;
+  for (int i = from; i < from + count; ++i) {
+    batch.Add(fmt::format("r{}", i), fmt::format(R"({{"id":{},"name":"n{}{}"}})", i, i, padding),
+              kLoadedAt - 1000000);
+  }
+  batch.SetExtractedAt(kLoadedAt - 500000);
+  return batch;
+}
+
+class BigqueryStreamingV2FakeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_ = FakeBigQueryWrite::Start({});
+    ASSERT_NE(write_, nullptr);
+    ASSERT_FALSE(rest_.url().empty()) << "tests/fakes/fake_bigquery.py did not start";
+  }
+
+  void TearDown() override {
+    if (write_) {
+      EXPECT_EQ(write_->violations(), std::vector<std::string>{});
+    }
+    EXPECT_EQ(rest_.Violations(), "[]");
+  }
+
+  /// A destination on the fakes for `sync_mode`, with `config` over project p, dataset d.
+  std::unique_ptr<BigqueryStreamingV2Destination> Make(SyncMode sync_mode, Value config,
+                                                       size_t max_request_bytes = 0) {
+    config.Set("project_id", "p");
+    config.Set("dataset_id", "d");
+    DestinationContext context;
+    context.sync = {.name = "pipe",
+                    .job_id = "job1",
+                    .source_name = "src",
+                    .stream_name = "items",
+                    .sync_mode = sync_mode,
+                    .destination_name = "bigquery_streaming_v2"};
+    context.config = std::move(config);
+    auto made = BigqueryStreamingV2Destination::Create(
+        context, {.bigquery_endpoint = rest_.url(),
+                  .storage_endpoint = write_->endpoint(),
+                  .max_request_bytes = max_request_bytes,
+                  .credentials = MakeAnonymousGoogleCredentials()});
+    EXPECT_TRUE(made) << made.error().ToString();
+    return made ? std::move(*made) : nullptr;
+  }
+
+  /// The serialized rows an unnest destination sends for `records`.
+  static std::vector<std::string> Encoded(const RecordBatch& records) {
+    auto schema = ProtoRowSchema::Make({{.name = "id", .type = "INTEGER", .mode = "REQUIRED"},
+                                        {.name = "name", .type = "STRING"}});
+    EXPECT_TRUE(schema);
+    ProtoRowEncoder encoder(*schema);
+    std::vector<std::string> rows;
+    for (size_t i = 0; i < records.size(); ++i) {
+      std::string row;
+      EXPECT_TRUE(encoder.Encode(records.payload(i), row).ok());
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  static Value UnnestConfig() {
+    return Value(Value::Map{{"unnest", true},
+                            {"destination_id", "p.d.events"},
+                            {"record_schemas", UnnestSchemas("p.d.events")},
+                            {"time_partitioning", Value()}});
+  }
+
+  /// The SQL of the query jobs the REST fake received, in order.
+  std::vector<std::string> Statements() {
+    std::vector<std::string> out;
+    Value report = rest_.Report();
+    const Value* requests = report.Find("requests");
+    if (requests == nullptr || !requests->is_list()) return out;
+    for (const Value& request : requests->AsList()) {
+      if (request.GetString("method") != "POST" || !request.GetString("path").ends_with("/jobs")) {
+        continue;
+      }
+      auto body = Value::FromJson(request.GetString("body"));
+      if (!body) continue;
+      const Value* configuration = body->Find("configuration");
+      const Value* query = configuration != nullptr ? configuration->Find("query") : nullptr;
+      if (query != nullptr) out.push_back(query->GetString("query"));
+    }
+    return out;
+  }
+
+  /// A run in `sync_mode` (unnest) that writes rows 0-2, whose cursor is recorded, then rows 3-4
+  /// in one request, and dies before that cursor is recorded: the state a resume gets.
+  Value DeadRunState(SyncMode sync_mode) {
+    auto dead = Make(sync_mode, UnnestConfig());
+    if (dead == nullptr || !dead->Open(Value()).ok()) return Value();
+    auto first = dead->Write(Records(0, 3), kLoadedAt);
+    EXPECT_TRUE(first) << first.error().ToString();
+    EXPECT_TRUE(dead->Write(Records(3, 2), kLoadedAt));
+    return first ? *first : Value();
+  }
+
+  FakeProcess rest_{"fake_bigquery.py"};
+  std::unique_ptr<FakeBigQueryWrite> write_;
+};
+
+const Value& OnlyTable(const Value& state) {
+  static const Value kNone;
+  const Value* tables = state.Find("tables");
+  if (tables == nullptr || !tables->is_list() || tables->AsList().size() != 1) return kNone;
+  return tables->AsList()[0];
+}
+
+TEST_F(BigqueryStreamingV2FakeTest, RawRowsGoThroughACommittedStreamWithOffsets) {
+  auto destination = Make(SyncMode::kStream, Value(Value::Map{{"bq_max_rows_per_request", 2}}));
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  auto first = destination->Write(Records(0, 3), kLoadedAt);
+  ASSERT_TRUE(first) << first.error().ToString();
+  const Value& table = OnlyTable(*first);
+  std::string stream = table.GetString("stream");
+  EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/_bizon_src_items/streams/"))
+      << stream;
+  EXPECT_EQ(table.GetInteger("next_offset"), 3);
+  auto second = destination->Write(Records(3, 2), kLoadedAt);
+  ASSERT_TRUE(second) << second.error().ToString();
+  EXPECT_EQ(OnlyTable(*second).GetInteger("next_offset"), 5);
+  EXPECT_EQ(OnlyTable(*second).GetString("stream"), stream);
+  EXPECT_EQ(write_->Rows(stream).size(), 5u);
+  // The stream's registration (_bizon_write_streams), then 2 + 1 and 2 rows:
+  // bq_max_rows_per_request.
+  EXPECT_EQ(write_->append_requests(), 4);
+  EXPECT_EQ(
+      write_->Rows("projects/p/datasets/d/tables/_bizon_write_streams/streams/_default").size(),
+      1u);
+  ASSERT_TRUE(destination->Finalize().ok());
+  EXPECT_EQ(Statements(), std::vector<std::string>{});  // Stream mode publishes nothing.
+}
+
+TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) {
+  Value recorded = DeadRunState(SyncMode::kIncremental);
+  std::string stream = OnlyTable(recorded).GetString("stream");
+  EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/events_incremental/streams/"));
+  EXPECT_EQ(OnlyTable(recorded).GetInteger("next_offset"), 3);
+  auto resumed = Make(SyncMode::kIncremental, UnnestConfig());
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(recorded).ok());
+  auto again = resumed->Write(Records(3, 2), kLoadedAt);  // Offset 3 again: ALREADY_EXISTS.
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(OnlyTable(*again).GetString("stream"), stream);
+  EXPECT_EQ(OnlyTable(*again).GetInteger("next_offset"), 5);
+  auto next = resumed->Write(Records(5, 1), kLoadedAt);
+  ASSERT_TRUE(next) << next.error().ToString();
+  EXPECT_EQ(OnlyTable(*next).GetInteger("next_offset"), 6);
+  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 6)));  // Each row once.
+
+  ASSERT_TRUE(resumed->Finalize().ok());
+  std::vector<std::string> statements = Statements();
+  ASSERT_EQ(statements.size(), 1u);
+  EXPECT_EQ(statements[0],
+            "INSERT INTO `p.d.events` (`id`, `name`) SELECT `id`, `name` FROM "
+            "`p.d.events_incremental`");
+  ASSERT_TRUE(resumed->OnJobSucceeded().ok());
+}
+
+// A run that dies before its first cursor is recorded leaves no state: the next run of the job
+// finds the stream it created in _bizon_write_streams and appends from offset 0 again.
+TEST_F(BigqueryStreamingV2FakeTest, RunDyingBeforeItsFirstCursorIsTakenUpFromTheRegistry) {
+  std::string stream;
+  {
+    auto dead = Make(SyncMode::kStream, UnnestConfig());
+    ASSERT_NE(dead, nullptr);
+    ASSERT_TRUE(dead->Open(Value()).ok());
+    auto written = dead->Write(Records(0, 3), kLoadedAt);  // Its cursor is never recorded.
+    ASSERT_TRUE(written) << written.error().ToString();
+    stream = OnlyTable(*written).GetString("stream");
+  }
+  // What the registry answers (the REST fake runs no SQL).
+  Value plan(Value::Map{
+      {"query",
+       "SELECT stream FROM `p.d._bizon_write_streams` WHERE job_id = @job_id AND table_id = "
+       "@table_id ORDER BY created_at DESC LIMIT 1"},
+      {"schema", Value(Value::List{Value(Value::Map{{"name", "stream"}, {"type", "STRING"}})})},
+      {"rows", Value(Value::List{Value(Value::List{Value(stream)})})}});
+  rest_.Control("plan", plan.ToJson());
+  auto resumed = Make(SyncMode::kStream, UnnestConfig());
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(Value()).ok());
+  auto again = resumed->Write(Records(0, 3), kLoadedAt);  // Offset 0 again: ALREADY_EXISTS.
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(OnlyTable(*again).GetString("stream"), stream);
+  auto next = resumed->Write(Records(3, 1), kLoadedAt);
+  ASSERT_TRUE(next) << next.error().ToString();
+  EXPECT_EQ(OnlyTable(*next).GetInteger("next_offset"), 4);
+  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 4)));  // Each row once.
+}
+
+// A resumed flush cut elsewhere: its request starts at the dead run's offset 3 and reaches past
+// the dead run's end, so it is skipped whole. Finalize() finds the stream short and publishes
+// nothing.
+TEST_F(BigqueryStreamingV2FakeTest, ResumedFlushCutElsewhereFailsBeforePublishing) {
+  Value recorded = DeadRunState(SyncMode::kFullRefresh);
+  auto resumed = Make(SyncMode::kFullRefresh, UnnestConfig());
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(recorded).ok());
+  ASSERT_TRUE(resumed->Write(Records(3, 3), kLoadedAt));  // Rows 3-5 at offset 3: skipped.
+  Status finalized = resumed->Finalize();
+  ASSERT_FALSE(finalized.ok());
+  EXPECT_EQ(finalized.code(), StatusCode::kDataLoss);
+  EXPECT_NE(finalized.message().find("holds 5 rows where this job wrote 6"), std::string::npos)
+      << finalized.message();
+  EXPECT_EQ(Statements(), std::vector<std::string>{});
+}
+
+TEST_F(BigqueryStreamingV2FakeTest, RefusedRowFailsTheWriteNamingRecordColumnAndReason) {
+  Value config = UnnestConfig();
+  config.Set("bq_max_rows_per_request", 2);
+  auto destination = Make(SyncMode::kStream, config);
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  auto first = destination->Write(Records(0, 2), kLoadedAt);
+  ASSERT_TRUE(first) << first.error().ToString();
+  std::string stream = OnlyTable(*first).GetString("stream");
+  // BigQuery's documented shape: RowError{index, code FIELDS_ERROR, message naming the field}.
+  write_->Script({{.kind = Fault::Kind::kRowErrors,
+                   .row_errors = {{1,
+                                   "Field name: STRING(3) has maximum length 3 but got a "
+                                   "value with length 5"}}}});
+  auto written = destination->Write(Records(2, 4), kLoadedAt);
+  ASSERT_FALSE(written);
+  const Status& error = written.error();
+  EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error.failure_class(), FailureClass::kDestination);
+  EXPECT_NE(error.message().find("record 'r3': Field name: STRING(3) has maximum length 3"),
+            std::string::npos)
+      << error.message();
+  EXPECT_NE(error.message().find("p.d.events"), std::string::npos) << error.message();
+  // Neither the refused request nor the one after it was written.
+  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 2)));
+}
+
+TEST_F(BigqueryStreamingV2FakeTest, OversizedRowIsLoadedByAJobWithItsData) {
+  auto destination = Make(SyncMode::kStream, UnnestConfig(), /*max_request_bytes=*/600);
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  RecordBatch records = Records(0, 2);
+  records.Add("big", R"({"id":99,"name":")" + std::string(1000, 'x') + R"("})", kLoadedAt);
+  auto written = destination->Write(records, kLoadedAt);
+  ASSERT_TRUE(written) << written.error().ToString();
+  EXPECT_EQ(OnlyTable(*written).GetInteger("next_offset"), 2);  // The large row takes none.
+  EXPECT_EQ(write_->Rows(OnlyTable(*written).GetString("stream")).size(), 2u);
+  Value report = rest_.Report();
+  const Value* uploads = report.Find("uploads");
+  ASSERT_NE(uploads, nullptr);
+  ASSERT_EQ(uploads->AsList().size(), 1u) << report.ToJson();
+  const Value& upload = uploads->AsList()[0];
+  EXPECT_EQ(upload.GetString("data"), R"({"id":99,"name":")" + std::string(1000, 'x') + "\"}\n");
+  EXPECT_TRUE(upload.GetString("job_id").starts_with("bizon_load_job1_")) << report.ToJson();
+  const Value* table = upload.Find("destination");
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->GetString("tableId"), "events");
+}
+
+TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamOptionAppendsWithoutOffsetsAndPublishesBySql) {
+  auto destination =
+      Make(SyncMode::kFullRefresh, Value(Value::Map{{"write_mode", "default_stream"}}));
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  auto written = destination->Write(Records(0, 3), kLoadedAt);
+  ASSERT_TRUE(written) << written.error().ToString();
+  EXPECT_EQ(OnlyTable(*written).Find("stream"), nullptr);  // Nothing to resume from.
+  EXPECT_EQ(
+      write_->Rows("projects/p/datasets/d/tables/_bizon_src_items_temp/streams/_default").size(),
+      3u);
+  ASSERT_TRUE(destination->Finalize().ok());
+  std::vector<std::string> statements = Statements();
+  ASSERT_EQ(statements.size(), 1u);
+  EXPECT_EQ(statements[0],
+            "CREATE OR REPLACE TABLE `p.d._bizon_src_items` PARTITION BY "
+            "TIMESTAMP_TRUNC(`_bizon_loaded_at`, DAY) AS SELECT `_source_record_id`, "
+            "`_source_timestamp`, `_source_data`, `_bizon_extracted_at`, `_bizon_loaded_at`, "
+            "`_bizon_id` FROM `p.d._bizon_src_items_temp`");
+  // A repeated Finalize() (a crash before the success was recorded) finds the job done.
+  ASSERT_TRUE(destination->Finalize().ok());
+  EXPECT_EQ(Statements().size(), 1u);
+}
+
+// ---- the emulator (scripts/test-servers.sh start bigquery) -------------------------------
+
+class BigqueryStreamingV2EmulatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr ||
+        std::getenv("BIGQUERY_STORAGE_EMULATOR_HOST") == nullptr) {
+      BIZON_SKIP_OR_FAIL(
+          "BIGQUERY_EMULATOR_HOST or BIGQUERY_STORAGE_EMULATOR_HOST is unset "
+          "(scripts/test-servers.sh start bigquery)");
+    }
+    auto rest = BigQueryClient::Make({.project = "test-project"});
+    ASSERT_TRUE(rest) << rest.error().ToString();
+    rest_ = std::move(*rest);
+    static std::atomic<int> counter{0};
+    dataset_ = fmt::format("bqv2_{}_{}_{}", getpid(), NowMicros() % 1000000000, ++counter);
+  }
+
+  void TearDown() override {
+    if (rest_) rest_->DeleteDataset("test-project", dataset_, true, true).IgnoreError();
+  }
+
+  std::unique_ptr<BigqueryStreamingV2Destination> Make(SyncMode sync_mode, Value config,
+                                                       std::string job_id) {
+    config.Set("project_id", "test-project");
+    config.Set("dataset_id", dataset_);
+    DestinationContext context;
+    context.sync = {.name = "pipe",
+                    .job_id = std::move(job_id),
+                    .source_name = "src",
+                    .stream_name = "items",
+                    .sync_mode = sync_mode,
+                    .destination_name = "bigquery_streaming_v2"};
+    context.config = std::move(config);
+    auto made = BigqueryStreamingV2Destination::Create(context);
+    EXPECT_TRUE(made) << made.error().ToString();
+    return made ? std::move(*made) : nullptr;
+  }
+
+  std::vector<BigQueryRow> Select(const std::string& table, std::string_view columns,
+                                  std::string_view order_by) {
+    auto result =
+        rest_->RunQuery({.job_id = BigQueryClient::RandomJobId("bqv2")},
+                        {.query = fmt::format("SELECT {} FROM `test-project.{}.{}` ORDER BY {}",
+                                              columns, dataset_, table, order_by)});
+    EXPECT_TRUE(result) << result.error().ToString();
+    return result ? result->rows : std::vector<BigQueryRow>{};
+  }
+
+  std::unique_ptr<BigQueryClient> rest_;
+  std::string dataset_;
+};
+
+TEST_F(BigqueryStreamingV2EmulatorTest, RawFullRefreshPublishesTheStagingTable) {
+  auto destination = Make(SyncMode::kFullRefresh, Value(Value::Map{}), NewUuidHex());
+  ASSERT_NE(destination, nullptr);
+  Status opened = destination->Open(Value());
+  ASSERT_TRUE(opened.ok()) << opened.ToString();
+  auto first = destination->Write(Records(0, 3), kLoadedAt);
+  ASSERT_TRUE(first) << first.error().ToString();
+  auto second = destination->Write(Records(3, 2), kLoadedAt);
+  ASSERT_TRUE(second) << second.error().ToString();
+  Status finalized = destination->Finalize();
+  ASSERT_TRUE(finalized.ok()) << finalized.ToString();
+  ASSERT_TRUE(destination->OnJobSucceeded().ok());
+  std::vector<BigQueryRow> rows = Select(
+      "_bizon_src_items", "_source_record_id, _source_data, _bizon_loaded_at", "_source_record_id");
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0][0].AsString(), "r0");
+  EXPECT_EQ(rows[0][1].AsString(), R"({"id":0,"name":"n0"})");
+  EXPECT_EQ(rows[0][2].AsString(), std::to_string(kLoadedAt));
+  auto staging = rest_->GetTable(
+      {.project = "test-project", .dataset = dataset_, .table = "_bizon_src_items_temp"});
+  ASSERT_FALSE(staging);
+  EXPECT_EQ(staging.error().code(), StatusCode::kNotFound);
+}
+
+TEST_F(BigqueryStreamingV2EmulatorTest, UnnestIncrementalResumesAndAppendsOnce) {
+  std::string table = fmt::format("test-project.{}.events", dataset_);
+  Value config(Value::Map{{"unnest", true},
+                          {"destination_id", table},
+                          {"record_schemas", UnnestSchemas(table)},
+                          {"time_partitioning", Value()}});
+  std::string job = NewUuidHex();
+  Value recorded;
+  {
+    auto dead = Make(SyncMode::kIncremental, config, job);
+    ASSERT_NE(dead, nullptr);
+    Status opened = dead->Open(Value());
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
+    auto first = dead->Write(Records(0, 3), kLoadedAt);
+    ASSERT_TRUE(first) << first.error().ToString();
+    recorded = *first;
+    ASSERT_TRUE(dead->Write(Records(3, 2), kLoadedAt));  // Never recorded.
+  }
+  auto resumed = Make(SyncMode::kIncremental, config, job);
+  ASSERT_NE(resumed, nullptr);
+  Status opened = resumed->Open(recorded);
+  ASSERT_TRUE(opened.ok()) << opened.ToString();
+  auto again = resumed->Write(Records(3, 2), kLoadedAt);
+  ASSERT_TRUE(again) << again.error().ToString();
+  Status finalized = resumed->Finalize();
+  ASSERT_TRUE(finalized.ok()) << finalized.ToString();
+  ASSERT_TRUE(resumed->OnJobSucceeded().ok());
+  std::vector<BigQueryRow> rows = Select("events", "id, name", "id");
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[4][0].AsString(), "4");
+  EXPECT_EQ(rows[4][1].AsString(), "n4");
+}
+
+}  // namespace
+}  // namespace bizon
