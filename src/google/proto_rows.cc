@@ -709,7 +709,7 @@ Status ProtoRowEncoder::Parser::EncodeValue(ondemand::value value, const ProtoCo
   }
   ondemand::object object;
   if (auto error = value.get_object().get(object)) return JsonError(error, column_path);
-  std::string& buffer = nested[static_cast<size_t>(depth + 1)];
+  std::string& buffer = nested[static_cast<size_t>(depth) + 1];
   buffer.clear();
   BIZON_RETURN_IF_ERROR(EncodeObject(object, *child, column_path, depth + 1, buffer));
   AppendBytesField(out, column.number, buffer);

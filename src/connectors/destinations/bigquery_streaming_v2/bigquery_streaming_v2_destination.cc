@@ -487,6 +487,7 @@ Result<BigQueryJob> BigqueryStreamingV2Destination::RunStatement(const std::stri
 Status BigqueryStreamingV2Destination::Publish(TableState& table) {
   std::string job_id = BigqueryJobId("publish", sync_.job_id, table.main.ToString(), 0);
   std::vector<std::string> columns;
+  columns.reserve(table.columns.size());
   for (const BqColumn& column : table.columns) columns.push_back(fmt::format("`{}`", column.name));
   std::string list = fmt::format("{}", fmt::join(columns, ", "));
   std::string sql;
@@ -519,6 +520,7 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
     if (!partition_by.empty()) sql += " PARTITION BY " + partition_by;
     if (!clustering.empty()) {
       std::vector<std::string> keys;
+      keys.reserve(clustering.size());
       for (const std::string& key : clustering) keys.push_back(fmt::format("`{}`", key));
       sql += fmt::format(" CLUSTER BY {}", fmt::join(keys, ", "));
     }
