@@ -85,8 +85,12 @@ BrokerSource Source(FakeBroker& broker, std::string job, int64_t next_iteration 
   return BrokerSource(std::make_unique<FakeReceiver>(broker), std::move(job), next_iteration);
 }
 
+// The fake answers at once, with a frame or with none, so a long deadline costs nothing; a short
+// one could run out while Next() skips frames on a loaded machine and read as "no message".
+constexpr std::chrono::milliseconds kNextTimeout{5000};
+
 std::optional<QueueMessage> Take(BrokerSource& source) {
-  auto next = source.Next(std::chrono::milliseconds(10));
+  auto next = source.Next(kNextTimeout);
   EXPECT_TRUE(next.has_value()) << next.error().message();
   return next ? std::move(*next) : std::nullopt;
 }
@@ -235,7 +239,7 @@ TEST(BrokerQueueTest, AGapInTheIterationsIsAQueueError) {
   BrokerSink sink = Sink(broker, "job-1");
   ASSERT_TRUE(sink.Push(Data(5, 1)).ok());
   BrokerSource source = Source(broker, "job-1", 3);
-  auto next = source.Next(std::chrono::milliseconds(10));
+  auto next = source.Next(kNextTimeout);
   ASSERT_FALSE(next.has_value());
   EXPECT_EQ(next.error().failure_class(), FailureClass::kQueue);
   EXPECT_NE(next.error().message().find("expected iteration 3 but received 5"), std::string::npos)
