@@ -71,14 +71,6 @@ std::vector<FieldSpec> BigqueryFields() {
   return fields;
 }
 
-Status DestinationFailure(StatusCode code, std::string message) {
-  return Status(code, std::move(message), FailureClass::kDestination);
-}
-
-Status Tagged(const Status& status, std::string_view context) {
-  return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
-}
-
 constexpr uint64_t kFnvOffsetBasis = 1469598103934665603ULL;
 
 /// FNV-1a 64 of `text`, continuing from `hash` (the offset basis starts a new one).
@@ -135,7 +127,7 @@ Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
     auto byte = static_cast<unsigned char>(c);
     bool allowed = byte >= 0x80 || std::isalnum(byte) != 0 || c == '_' || c == '-' || c == ' ';
     if (!allowed) {
-      return DestinationFailure(
+      return BigqueryDestinationError(
           StatusCode::kInvalidArgument,
           fmt::format("BigQuery table name {} holds '{}': a bigquery destination id is a bare "
                       "table name in the configured dataset, of letters, digits, '_', '-' and "
@@ -144,7 +136,7 @@ Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
     }
   }
   if (StagingTableName(table, sync_mode).size() > 1024) {
-    return DestinationFailure(
+    return BigqueryDestinationError(
         StatusCode::kInvalidArgument,
         fmt::format("BigQuery table name {} is too long: BigQuery allows 1024 bytes, staging "
                     "suffix included",
@@ -312,12 +304,12 @@ Status BigqueryDestination::Open(const Value& resume_state) {
   bigquery_options.credentials = credentials;
   bigquery_options.project = project_;
   auto bigquery = BigQueryClient::Make(std::move(bigquery_options));
-  if (!bigquery) return Tagged(bigquery.error(), "BigQuery client");
+  if (!bigquery) return BigqueryDestinationContext(bigquery.error(), "BigQuery client");
   bigquery_ = std::move(*bigquery);
   GcsClientOptions gcs_options;
   gcs_options.credentials = credentials;
   auto gcs = GcsClient::Make(std::move(gcs_options));
-  if (!gcs) return Tagged(gcs.error(), "Cloud Storage client");
+  if (!gcs) return BigqueryDestinationContext(gcs.error(), "Cloud Storage client");
   gcs_ = std::move(*gcs);
   if (buffer_format_ != "avro") {
     spdlog::info(
@@ -439,7 +431,8 @@ Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t
                                    sync_.job_id, Fnv1a(table.name), sequence);
   auto uploaded = gcs_->Upload(bucket_, object, file, "application/octet-stream");
   if (!uploaded) {
-    return Fail(Tagged(uploaded.error(), fmt::format("uploading gs://{}/{}", bucket_, object)));
+    return Fail(BigqueryDestinationContext(uploaded.error(),
+                                           fmt::format("uploading gs://{}/{}", bucket_, object)));
   }
   return object;
 }
@@ -475,7 +468,7 @@ Status BigqueryDestination::SubmitPending(bool all) {
     job.job_id = BigqueryJobId("load", sync_.job_id, table_name, first_sequence);
     Value configuration = LoadConfig(*table, job.objects).ToJson();
     auto submitted = EnsureJob(job.job_id, configuration, /*wait=*/false);
-    if (!submitted) return Tagged(submitted.error(), "BigQuery async load");
+    if (!submitted) return BigqueryDestinationContext(submitted.error(), "BigQuery async load");
     in_flight_.push_back(std::move(job));
     pending_ = std::move(rest);
   }
@@ -493,7 +486,7 @@ Status BigqueryDestination::CompleteOldest() {
   auto done = EnsureJob(job.job_id, configuration, /*wait=*/true, /*submitted_here=*/true);
   if (!done) {
     in_flight_.insert(in_flight_.begin(), std::move(job));
-    return DestinationFailure(
+    return BigqueryDestinationError(
         done.error().code(),
         "BigQuery async load job failed, aborting to preserve cursors: " + done.error().message());
   }
@@ -553,8 +546,9 @@ Result<Value> BigqueryDestination::Write(const RecordBatch& records, int64_t loa
     auto loaded = EnsureJob(job_id, configuration, /*wait=*/true);
     DeleteObjects({object});
     if (!loaded) {
-      return Fail(Tagged(loaded.error(), fmt::format("loading {} rows into {}", rows.size(),
-                                                     Ref(table->staging).ToString())));
+      return Fail(BigqueryDestinationContext(
+          loaded.error(),
+          fmt::format("loading {} rows into {}", rows.size(), Ref(table->staging).ToString())));
     }
   }
   if (async_load_) {
@@ -594,7 +588,8 @@ Status BigqueryDestination::CheckPartitioning(const TableState& table) {
       "recreates it",
       Ref(table.name).ToString());
   Status dropped = bigquery_->DeleteTable(Ref(table.name), true);
-  if (!dropped.ok()) return Tagged(dropped, "dropping " + Ref(table.name).ToString());
+  if (!dropped.ok())
+    return BigqueryDestinationContext(dropped, "dropping " + Ref(table.name).ToString());
   return Status::Ok();
 }
 
@@ -618,14 +613,14 @@ Status BigqueryDestination::Publish(TableState& table) {
                    ? " (set enforce_partitioning: true to recreate the table with the new layout)"
                    : " (run `bizon stream reset` to rebuild the table with the new layout)";
     }
-    return Tagged(copied.error(),
-                  fmt::format("publishing {} to {}{}", Ref(table.staging).ToString(),
-                              Ref(table.name).ToString(), advice));
+    return BigqueryDestinationContext(
+        copied.error(), fmt::format("publishing {} to {}{}", Ref(table.staging).ToString(),
+                                    Ref(table.name).ToString(), advice));
   }
   auto published = bigquery_->GetTable(Ref(table.name));
   if (!published) {
-    return DestinationFailure(StatusCode::kInternal,
-                              fmt::format("Table {} not found", Ref(table.name).ToString()));
+    return BigqueryDestinationError(StatusCode::kInternal,
+                                    fmt::format("Table {} not found", Ref(table.name).ToString()));
   }
   return Status::Ok();
 }

@@ -4,15 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "connectors/destinations/destination_record.h"
 
 namespace bizon {
 namespace {
-
-Status Tagged(const Status& status, std::string_view context) {
-  return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
-}
 
 /// `status` with the line of `node` appended, as a config error.
 Status AtLine(const Status& status, const Value* node) {
@@ -20,6 +17,14 @@ Status AtLine(const Status& status, const Value* node) {
 }
 
 }  // namespace
+
+Status BigqueryDestinationError(StatusCode code, std::string message) {
+  return Status(code, std::move(message), FailureClass::kDestination);
+}
+
+Status BigqueryDestinationContext(const Status& status, std::string_view context) {
+  return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
+}
 
 std::string BigqueryConfigLine(const Value* node) {
   return node != nullptr && node->mark().line > 0 ? fmt::format(" (line {})", node->mark().line)
@@ -143,7 +148,9 @@ Result<BigqueryDatasetTarget> PrepareBigqueryDataset(
     found =
         client.InsertDataset({.project = project, .dataset = dataset, .location = location}, true);
   }
-  if (!found) return Fail(Tagged(found.error(), fmt::format("dataset {}.{}", project, dataset)));
+  if (!found)
+    return Fail(
+        BigqueryDestinationContext(found.error(), fmt::format("dataset {}.{}", project, dataset)));
   BigqueryDatasetTarget target{.job_location = found->location, .default_table = destination_id};
   if (!target.default_table.empty()) return target;
   std::string base = sync.source_name + "_" + sync.stream_name;
@@ -206,12 +213,14 @@ Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool s
       on_abandoned(existing->description.substr(owner_prefix.size()));
     }
     Status dropped = client.DeleteTable(wanted.ref, true);
-    if (!dropped.ok()) return Tagged(dropped, "dropping " + wanted.ref.ToString());
+    if (!dropped.ok())
+      return BigqueryDestinationContext(dropped, "dropping " + wanted.ref.ToString());
   } else if (existing.error().code() != StatusCode::kNotFound) {
-    return Tagged(existing.error(), "table " + wanted.ref.ToString());
+    return BigqueryDestinationContext(existing.error(), "table " + wanted.ref.ToString());
   }
   auto created = client.InsertTable(wanted, true);
-  if (!created) return Tagged(created.error(), "creating table " + wanted.ref.ToString());
+  if (!created)
+    return BigqueryDestinationContext(created.error(), "creating table " + wanted.ref.ToString());
   return Status::Ok();
 }
 

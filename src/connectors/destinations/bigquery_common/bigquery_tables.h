@@ -93,6 +93,11 @@ Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool s
                             std::string_view job_id,
                             const std::function<void(const std::string&)>& on_abandoned);
 
+/// A failure of a BigQuery destination (failure class `destination`).
+Status BigqueryDestinationError(StatusCode code, std::string message);
+/// `status` with `context` prefixed, as a failure of a BigQuery destination.
+Status BigqueryDestinationContext(const Status& status, std::string_view context);
+
 /// Runs the job `base.job_id` once: a job of that id already DONE without error is returned as
 /// it is (already_existed; the emulator accepts a duplicate id, hence the lookup), a failed one
 /// is retried as `<id>_r<k>`; waits for it when `wait`. `submitted_here`: this process submitted

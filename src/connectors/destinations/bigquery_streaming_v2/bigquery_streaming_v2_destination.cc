@@ -50,14 +50,6 @@ std::vector<FieldSpec> BigqueryStreamingV2Fields() {
   return fields;
 }
 
-Status DestinationFailure(StatusCode code, std::string message) {
-  return Status(code, std::move(message), FailureClass::kDestination);
-}
-
-Status Tagged(const Status& status, std::string_view context) {
-  return status.WithContext(context).WithFailureClass(FailureClass::kDestination);
-}
-
 /// A table id as SQL quotes it: `project.dataset.table`.
 std::string Quoted(const BigQueryTableRef& ref) { return fmt::format("`{}`", ref.ToString()); }
 
@@ -88,7 +80,7 @@ Result<std::string> PartitionExpression(const std::optional<BigQueryTimePartitio
   auto column = std::find_if(columns.begin(), columns.end(),
                              [&](const BqColumn& c) { return c.name == partitioning->field; });
   if (column == columns.end()) {
-    return Fail(DestinationFailure(
+    return Fail(BigqueryDestinationError(
         StatusCode::kFailedPrecondition,
         fmt::format("Cannot publish {}: its partition field '{}' is not a column of the table",
                     table.ToString(), partitioning->field)));
@@ -103,7 +95,7 @@ Result<std::string> PartitionExpression(const std::optional<BigQueryTimePartitio
       if (window == "DAY") return fmt::format("`{}`", column->name);
       return fmt::format("DATE_TRUNC(`{}`, {})", column->name, window);
     default:
-      return Fail(DestinationFailure(
+      return Fail(BigqueryDestinationError(
           StatusCode::kFailedPrecondition,
           fmt::format("Cannot publish {}: its partition field '{}' is not a TIMESTAMP, DATE or "
                       "DATETIME column",
@@ -187,7 +179,7 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
   rest_options.project = project_;
   rest_options.endpoint = connection_.bigquery_endpoint;
   auto bigquery = BigQueryClient::Make(std::move(rest_options));
-  if (!bigquery) return Tagged(bigquery.error(), "BigQuery client");
+  if (!bigquery) return BigqueryDestinationContext(bigquery.error(), "BigQuery client");
   bigquery_ = std::move(*bigquery);
   BigQueryWriteClientOptions write_options;
   write_options.credentials = credentials;
@@ -199,7 +191,7 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
   // one at a time, so that a refused row is the last thing written.
   if (!committed_) write_options.max_inflight = 1;
   auto writer = BigQueryWriteClient::Make(std::move(write_options));
-  if (!writer) return Tagged(writer.error(), "BigQuery Storage Write client");
+  if (!writer) return BigqueryDestinationContext(writer.error(), "BigQuery Storage Write client");
   writer_ = std::move(*writer);
 
   // The dataset is created when missing; destination_id is a full project.dataset.table.
@@ -227,9 +219,10 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
     auto existing = bigquery_->GetTable(registry.ref);
     if (!existing && existing.error().code() == StatusCode::kNotFound) {
       auto created = bigquery_->InsertTable(registry, /*exists_ok=*/true);
-      if (!created) return Tagged(created.error(), "creating " + registry.ref.ToString());
+      if (!created)
+        return BigqueryDestinationContext(created.error(), "creating " + registry.ref.ToString());
     } else if (!existing) {
-      return Tagged(existing.error(), "table " + registry.ref.ToString());
+      return BigqueryDestinationContext(existing.error(), "table " + registry.ref.ToString());
     } else {
       registry_ready_ = true;  // It may hold this job's streams.
     }
@@ -268,7 +261,7 @@ Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destinati
   bool usable = (parts.size() == 1 || parts.size() == 3) && name.find('`') == std::string::npos &&
                 std::none_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); });
   if (!usable) {
-    return Fail(DestinationFailure(
+    return Fail(BigqueryDestinationError(
         StatusCode::kInvalidArgument,
         fmt::format("BigQuery table id {} is neither 'project.dataset.table' nor a bare table "
                     "name without '`'",
@@ -285,7 +278,8 @@ Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destinati
   table.columns = std::move(layout.columns);
   table.clustering = std::move(layout.clustering);
   auto schema = ProtoRowSchema::Make(ToBigQuerySchema(table.columns));
-  if (!schema) return Fail(Tagged(schema.error(), "table " + table.main.ToString()));
+  if (!schema)
+    return Fail(BigqueryDestinationContext(schema.error(), "table " + table.main.ToString()));
   table.schema = std::move(*schema);
   auto [inserted, unused] = tables_.emplace(name, std::move(table));
   return &inserted->second;
@@ -319,8 +313,9 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
     std::string encoded;
     Status status = encoder.Encode(json_rows.back(), encoded);
     if (!status.ok()) {
-      return Tagged(status, fmt::format("record {} for {}", QuoteDestinationId(records.id(row)),
-                                        table.main.ToString()));
+      return BigqueryDestinationContext(
+          status, fmt::format("record {} for {}", QuoteDestinationId(records.id(row)),
+                              table.main.ToString()));
     }
     serialized.push_back(std::move(encoded));
   }
@@ -340,7 +335,8 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
   Status status = appended ? stream->Close() : appended.error();
   if (!status.ok()) {
     const std::vector<AppendRowError>& refused = stream->row_errors();
-    if (refused.empty()) return Tagged(status, "appending to " + table.staging.ToString());
+    if (refused.empty())
+      return BigqueryDestinationContext(status, "appending to " + table.staging.ToString());
     std::vector<std::string> parts;
     for (const AppendRowError& error : refused) {
       if (parts.size() == kRowErrorsQuoted) break;
@@ -351,7 +347,7 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
     std::string more = refused.size() > parts.size()
                            ? fmt::format(" (and {} more)", refused.size() - parts.size())
                            : std::string();
-    return DestinationFailure(
+    return BigqueryDestinationError(
         StatusCode::kInvalidArgument,
         fmt::format("BigQuery refused rows written to {}, nothing from them on was written: {}{}",
                     table.staging.ToString(), fmt::join(parts, "; "), more));
@@ -390,7 +386,8 @@ Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
                                       .job_id = BigQueryClient::RandomJobId("bizon_lookup"),
                                       .location = job_location_},
                                      lookup);
-    if (!found) return Tagged(found.error(), "looking up the write streams of this job");
+    if (!found)
+      return BigqueryDestinationContext(found.error(), "looking up the write streams of this job");
     if (!found->rows.empty() && !found->rows[0].empty() && found->rows[0][0].is_string()) {
       table.stream = found->rows[0][0].AsString();
       table.next_offset = 0;
@@ -403,7 +400,8 @@ Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
   }
   auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kCommitted);
   if (!created) {
-    return Tagged(created.error(), "creating a write stream on " + table.staging.ToString());
+    return BigqueryDestinationContext(created.error(),
+                                      "creating a write stream on " + table.staging.ToString());
   }
   // Registered before anything is appended to it, so that a run dying now finds it again.
   std::string row =
@@ -418,7 +416,8 @@ Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
                                              registry_schema_->descriptor()));
   auto appended = stream->Append({encoded});
   Status registered = appended ? stream->Close() : appended.error();
-  if (!registered.ok()) return Tagged(registered, "registering write stream " + created->name);
+  if (!registered.ok())
+    return BigqueryDestinationContext(registered, "registering write stream " + created->name);
   table.stream = created->name;
   table.next_offset = 0;
   return Status::Ok();
@@ -446,8 +445,9 @@ Status BigqueryStreamingV2Destination::LoadLargeRows(TableState& table, const st
       *bigquery_, {.project = project_, .job_id = job_id, .location = job_location_}, load.ToJson(),
       /*wait=*/true, /*submitted_here=*/false, ndjson);
   if (!loaded) {
-    return Tagged(loaded.error(), fmt::format("loading {} large rows into {}", json_rows.size(),
-                                              table.staging.ToString()));
+    return BigqueryDestinationContext(
+        loaded.error(),
+        fmt::format("loading {} large rows into {}", json_rows.size(), table.staging.ToString()));
   }
   return Status::Ok();
 }
@@ -508,7 +508,8 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
         spdlog::warn("bigquery_streaming_v2 destination: enforce_partitioning: dropping {}",
                      table.main.ToString());
         Status dropped = bigquery_->DeleteTable(table.main, true);
-        if (!dropped.ok()) return Tagged(dropped, "dropping " + table.main.ToString());
+        if (!dropped.ok())
+          return BigqueryDestinationContext(dropped, "dropping " + table.main.ToString());
       } else {
         partitioning = existing->time_partitioning;
         clustering = existing->clustering_fields;
@@ -537,8 +538,9 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
   }
   auto published = RunStatement(job_id, sql);
   if (!published) {
-    return Tagged(published.error(), fmt::format("publishing {} to {}", table.staging.ToString(),
-                                                 table.main.ToString()));
+    return BigqueryDestinationContext(
+        published.error(),
+        fmt::format("publishing {} to {}", table.staging.ToString(), table.main.ToString()));
   }
   return Status::Ok();
 }
@@ -551,9 +553,10 @@ Status BigqueryStreamingV2Destination::Finalize() {
     for (auto& [name, table] : tables_) {
       if (table.stream.empty()) continue;
       auto rows = writer_->FinalizeWriteStream(table.stream);
-      if (!rows) return Tagged(rows.error(), "finalizing write stream " + table.stream);
+      if (!rows)
+        return BigqueryDestinationContext(rows.error(), "finalizing write stream " + table.stream);
       if (*rows != table.next_offset) {
-        return DestinationFailure(
+        return BigqueryDestinationError(
             StatusCode::kDataLoss,
             fmt::format("Write stream {} holds {} rows where this job wrote {}: a resumed run "
                         "did not send its rows as the interrupted one did; nothing is published",
