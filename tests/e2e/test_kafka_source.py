@@ -33,7 +33,7 @@ from support.kafka import (
     stream_until,
 )
 from support.pipelines import debezium_transform
-from support.processes import spawn, wait_for
+from support.processes import spawn, wait_for, wait_for_run
 from support.results import State, line_count, read_result
 
 
@@ -74,19 +74,23 @@ def test_stream_under_a_queue_runner_commits_what_its_cursors_recorded(bizon, ka
     consumer; the group's offsets follow the consumer's recorded cursors (the producer commits
     them before its next fetch), and end at the topic's end once everything is written."""
     topic = kafka.create_topic(partitions=2)
-    kafka.produce(topic, [{"id": i} for i in range(60)])
+    # Half in each partition: left to the partitioner, unkeyed messages may all land in one,
+    # and an empty partition has no offset to commit.
+    kafka.produce(topic, [{"id": i} for i in range(30)], partition=0)
+    kafka.produce(topic, [{"id": i} for i in range(30, 60)], partition=1)
     source = kafka_source(kafka, {topic: "events"}, group_id=(consumer_group := group()),
                           batch_size=7)
     config = bizon.write("p.yml", config_text(source, stream_runner=False,
                                               engine={"runner": {"type": runner}},
                                               destination={"name": "file", "config": {
                                                   "destination_id": "unused", "buffer_size": 0}}))
-    process = spawn(bizon, "run", config)
+    log = bizon.cwd / "run.log"
+    process = spawn(bizon, "run", config, log=log)
     try:
-        wait_for(lambda: process.poll() is not None
-                 or kafka.committed_offsets(consumer_group, topic) == kafka.end_offsets(topic),
-                 timeout=90, what="the group's offsets at the topic's end")
-        assert process.poll() is None, f"the stream run ended by itself\n{process.communicate()[1]}"
+        wait_for_run(process, log, lambda: process.poll() is not None
+                     or kafka.committed_offsets(consumer_group, topic) == kafka.end_offsets(topic),
+                     timeout=90, what="the group's offsets at the topic's end")
+        assert process.poll() is None, f"the stream run ended by itself\n{log.read_text()}"
     finally:
         process.kill()
         process.communicate(timeout=30)

@@ -51,6 +51,17 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.02, what: str =
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def wait_for_run(process: subprocess.Popen, log: Path, predicate, timeout: float = 60,
+                 what: str = "condition"):
+    """wait_for on a run spawned with `log`: on a timeout the assertion carries the end of the
+    run's log, so a failure that happens once in many runs can be read from the report."""
+    try:
+        return wait_for(predicate, timeout=timeout, what=what)
+    except AssertionError as error:
+        text = log.read_text(errors="replace") if log.exists() else "(no log)"
+        raise AssertionError(f"{error}\n--- the run's log, last lines ---\n{text[-4000:]}") from None
+
+
 def run_until_complete(bizon, config, rng, kills, delays=(0.1, 0.6), after_kill=None) -> int:
     """Starts `bizon run` again and again, killing the first `kills` attempts after a random
     delay, until one completes. Returns the number of kills that landed."""

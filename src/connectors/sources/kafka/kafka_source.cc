@@ -694,6 +694,10 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
     }
     subscribed_ = true;
   }
+  if (unsent_commit_.has_value()) {
+    Value again = *std::exchange(unsent_commit_, std::nullopt);
+    BIZON_RETURN_IF_ERROR(Commit(again));
+  }
 
   SourceIteration iteration;
   iteration.records.Reserve(last_batch_records_, last_batch_bytes_ + last_batch_bytes_ / 8);
@@ -822,8 +826,15 @@ Status KafkaSource::Commit(const Value& up_to) {
     // A commit now would carry our group.instance.id without the member id the broker knows,
     // and be fenced, fatally, as if another process had taken the id. A new consumer rejoins
     // under the same id at once and starts from our positions.
+    unsent_commit_ = up_to;
     return RecreateConsumer(
         "Kafka commit skipped (max.poll.interval.ms exceeded, the static member's id was reset)");
+  }
+  unsent_commit_.reset();
+  if (assigned_.empty()) {
+    // Not joined yet, or rejoining after RecreateConsumer: nothing could be sent now.
+    unsent_commit_ = up_to;
+    return Status::Ok();
   }
   // What the recorded cursor covers, which may be behind positions_ (what was fetched).
   rd_kafka_topic_partition_list_t* offsets =
@@ -850,17 +861,21 @@ Status KafkaSource::Commit(const Value& up_to) {
       error == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
     // The group moved on without us: rejoin with a new consumer. The next assignment starts
     // from our positions, which the backend already holds.
+    unsent_commit_ = up_to;
     return RecreateConsumer(fmt::format("Kafka commit failed ({})", rd_kafka_err2name(error)));
   }
   if (error == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID &&
       Clock::now() - last_poll_ >= MaxPollInterval()) {
     // The same self-fence, when librdkafka reset the member id after the check above.
+    unsent_commit_ = up_to;
     return RecreateConsumer(fmt::format("Kafka commit failed ({})", rd_kafka_err2name(error)));
   }
-  // Ignored on purpose: the backend cursor is already stored and is what a resume reads; the
-  // group's offsets only lag behind until the next successful commit.
-  spdlog::warn("Kafka commit failed ({}): Gracefully exiting without committing offsets",
+  // Not a run failure: the backend cursor is already stored and is what a resume reads. The
+  // group's offsets lag behind until this cursor is sent again at the next Get (or a later one
+  // supersedes it): the last batch of a quiet topic must not leave them behind for good.
+  spdlog::warn("Kafka commit failed ({}); it is sent again at the next poll",
                rd_kafka_err2str(error));
+  unsent_commit_ = up_to;
   return Status::Ok();
 }
 

@@ -178,6 +178,9 @@ class KafkaSource final : public Source {
   std::set<TopicPartition> revoked_in_get_;
   /// What the last Commit() sent, to skip commits that would change nothing.
   std::map<TopicPartition, int64_t> committed_;
+  /// A recorded cursor whose commit failed or found no assignment yet: sent again at the next
+  /// Get, so that the group's offsets catch up even when no later cursor comes to supersede it.
+  std::optional<Value> unsent_commit_;
   std::set<TopicPartition> assigned_;
   std::set<TopicPartition> at_end_;
   /// When Get() last polled: librdkafka drops a member that does not poll within

@@ -1,14 +1,18 @@
 #include "connectors/sources/kafka/kafka_source.h"
 
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "bizon/secret_mask.h"
+#include "testing/test_servers.h"
 
 namespace bizon::kafka {
 namespace {
@@ -18,8 +22,10 @@ std::map<std::string, std::string> Settings(const KafkaSourceOptions& options) {
 }
 
 SourceContext Context(Value config) {
-  return {
-      .pipeline_name = "p", .stream = "topic", .sync_mode = SyncMode::kStream, .config = config};
+  return {.pipeline_name = "p",
+          .stream = "topic",
+          .sync_mode = SyncMode::kStream,
+          .config = std::move(config)};
 }
 
 TEST(KafkaOptionsTest, ConsumerConfigReplacesDefaultsAndDerivedSettingsAreAdded) {
@@ -160,6 +166,85 @@ TEST(KafkaSourceTest, RejectsUnknownClientSettings) {
   Status created = source.CheckConnection();
   EXPECT_FALSE(created.ok());
   EXPECT_NE(created.message().find("librdkafka rejects no.such.setting"), std::string::npos);
+}
+
+// Broker-backed: BIZON_KAFKA_BOOTSTRAP names the test broker (scripts/test-servers.sh).
+rd_kafka_t* NewClient(rd_kafka_type_t type, const std::string& bootstrap,
+                      const std::string& group = "") {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char error[256];
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), error, sizeof(error));
+  if (!group.empty()) rd_kafka_conf_set(conf, "group.id", group.c_str(), error, sizeof(error));
+  return rd_kafka_new(type, conf, error, sizeof(error));
+}
+
+/// Produces `count` messages to `topic` (created by the broker on first use, one partition).
+void Produce(const std::string& bootstrap, const std::string& topic, int count) {
+  rd_kafka_t* producer = NewClient(RD_KAFKA_PRODUCER, bootstrap);
+  ASSERT_NE(producer, nullptr);
+  rd_kafka_topic_t* handle = rd_kafka_topic_new(producer, topic.c_str(), nullptr);
+  for (int i = 0; i < count; ++i) {
+    std::string value = "{\"n\": " + std::to_string(i) + "}";
+    EXPECT_EQ(rd_kafka_produce(handle, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value.data(),
+                               value.size(), nullptr, 0, nullptr),
+              0);
+  }
+  EXPECT_EQ(rd_kafka_flush(producer, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_destroy(handle);
+  rd_kafka_destroy(producer);
+}
+
+/// The group's committed offset of partition 0 (RD_KAFKA_OFFSET_INVALID when none).
+int64_t CommittedOffset(const std::string& bootstrap, const std::string& group,
+                        const std::string& topic) {
+  rd_kafka_t* reader = NewClient(RD_KAFKA_CONSUMER, bootstrap, group);
+  rd_kafka_topic_partition_list_t* partitions = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(partitions, topic.c_str(), 0);
+  int64_t offset = -2;  // Neither a real offset nor RD_KAFKA_OFFSET_INVALID: the call failed.
+  if (rd_kafka_committed(reader, partitions, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    offset = partitions->elems[0].offset;
+  }
+  rd_kafka_topic_partition_list_destroy(partitions);
+  rd_kafka_consumer_close(reader);
+  rd_kafka_destroy(reader);
+  return offset;
+}
+
+TEST(KafkaSourceBrokerTest, ACursorAcknowledgedBeforeTheGroupAssignedItsPartitionsIsSentLater) {
+  const char* bootstrap = std::getenv("BIZON_KAFKA_BOOTSTRAP");
+  if (bootstrap == nullptr) BIZON_SKIP_OR_FAIL("BIZON_KAFKA_BOOTSTRAP is not set (no broker)");
+  const std::string suffix =
+      std::to_string(::getpid()) + "-" +
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string topic = "unit-unsent-commit-" + suffix;
+  const std::string group = "unit-unsent-commit-" + suffix;
+  Produce(bootstrap, topic, 10);
+
+  KafkaSourceOptions options;
+  options.topics = {{topic, "events"}};
+  options.bootstrap_servers = bootstrap;
+  options.group_id = group;
+  options.avro = false;
+  options.consumer_timeout_s = 2;
+  options.client_settings = {{"bootstrap.servers", bootstrap},
+                             {"group.id", group},
+                             {"auto.offset.reset", "earliest"},
+                             {"enable.auto.commit", "false"}};
+  KafkaSource source(options);
+  ASSERT_TRUE(source.CheckConnection().ok());
+  // The engine acknowledges a recorded cursor while the group has not assigned anything yet
+  // (a first join, or a rejoin after the consumer was recreated): nothing can be sent now...
+  Value five(Value::Map{{topic, Value(Value::Map{{"0", Value(int64_t{5})}})}});
+  ASSERT_TRUE(source.Commit(five).ok());
+  EXPECT_EQ(CommittedOffset(bootstrap, group, topic), RD_KAFKA_OFFSET_INVALID);
+  Result<SourceIteration> first = source.Get(Value::EmptyMap());
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+  EXPECT_EQ(first->records.size(), 10u);
+  // ...and no later cursor comes to replace it: the next Get sends it, once assigned.
+  Result<SourceIteration> second = source.Get(first->next_pagination);
+  ASSERT_TRUE(second.has_value()) << second.error().message();
+  EXPECT_EQ(second->records.size(), 0u);
+  EXPECT_EQ(CommittedOffset(bootstrap, group, topic), 5);
 }
 
 TEST(KafkaTopicsFromStreamsTest, StreamsFillEmptyTopicsAndWinOverListedOnes) {
