@@ -17,12 +17,17 @@ Option ByteLimit(std::string name, std::string description, int64_t default_byte
   return limit;
 }
 
+/// max_nb_messages, the original's record bound, declared by every queue with its own meaning.
+Option MaxNbMessages(std::string description) {
+  Option bound = Option::Integer("max_nb_messages", std::move(description));
+  bound.Default(1000000);
+  return bound;
+}
+
 FieldSpec PythonQueueConfig() {
   return Option::Object(
              "config",
-             {Option::Integer("max_nb_messages",
-                              "The producer pauses once about this many records are queued.")
-                  .Default(1000000)
+             {MaxNbMessages("The producer pauses once about this many records are queued.")
                   .Minimum(1),
               ByteLimit("max_bytes",
                         "The producer also pauses once queued records take this "
@@ -47,9 +52,7 @@ FieldSpec PythonQueueConfig() {
 
 /// Shared by the network queues.
 std::vector<FieldSpec> NetworkQueueLimits() {
-  return {Option::Integer("max_nb_messages",
-                          "Kept for compatibility (unused: max_bytes bounds the queue).")
-              .Default(1000000),
+  return {MaxNbMessages("Kept for compatibility (unused: max_bytes bounds the queue)."),
           ByteLimit("max_bytes",
                     "The producer pauses while this many bytes are published but not yet "
                     "written by the consumer (at least twice the destination buffer).",
