@@ -52,11 +52,11 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.02, what: str =
 
 
 def wait_for_run(process: subprocess.Popen, log: Path, predicate, timeout: float = 60,
-                 what: str = "condition"):
+                 interval: float = 0.02, what: str = "condition"):
     """wait_for on a run spawned with `log`: on a timeout the assertion carries the end of the
     run's log, so a failure that happens once in many runs can be read from the report."""
     try:
-        return wait_for(predicate, timeout=timeout, what=what)
+        return wait_for(predicate, timeout=timeout, interval=interval, what=what)
     except AssertionError as error:
         text = log.read_text(errors="replace") if log.exists() else "(no log)"
         raise AssertionError(f"{error}\n--- the run's log, last lines ---\n{text[-4000:]}") from None

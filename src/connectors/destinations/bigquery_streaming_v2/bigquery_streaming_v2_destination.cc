@@ -35,20 +35,28 @@ std::vector<FieldSpec> BigqueryStreamingV2Fields() {
       BigqueryMaxRowsPerRequestField(),
       BigqueryRecordSchemasField(),
       BigqueryTablePrefixField(),
-      {.name = "write_mode",
-       .type = FieldType::kEnum,
-       .description =
-           "committed_stream: each table gets a COMMITTED write stream and appends carry "
-           "offsets recorded with the destination cursor, so a resumed run writes every row "
-           "once. default_stream: append to the table's _default stream as the original does "
-           "(at-least-once: a retried or resumed append can be written twice).",
-       .nullable = false,
-       .default_value = std::string(kCommittedStream),
-       .enum_values = {std::string(kCommittedStream), std::string(kDefaultStream)}},
+      BigqueryWriteModeField(),
   };
   fields.insert(fields.end(), own.begin(), own.end());
   return fields;
 }
+
+}  // namespace
+
+FieldSpec BigqueryWriteModeField() {
+  return {.name = "write_mode",
+          .type = FieldType::kEnum,
+          .description =
+              "committed_stream: each table gets a COMMITTED write stream and appends carry "
+              "offsets recorded with the destination cursor, so a resumed run writes every row "
+              "once. default_stream: append to the table's _default stream as the original does "
+              "(at-least-once: a retried or resumed append can be written twice).",
+          .nullable = false,
+          .default_value = std::string(kCommittedStream),
+          .enum_values = {std::string(kCommittedStream), std::string(kDefaultStream)}};
+}
+
+namespace {
 
 /// A table id as SQL quotes it: `project.dataset.table`.
 std::string Quoted(const BigQueryTableRef& ref) { return fmt::format("`{}`", ref.ToString()); }
@@ -105,15 +113,24 @@ Result<std::string> PartitionExpression(const std::optional<BigQueryTimePartitio
 
 }  // namespace
 
-BigqueryStreamingV2Destination::BigqueryStreamingV2Destination(const DestinationContext& context)
-    : sync_(context.sync) {}
+BigqueryStreamingV2Destination::BigqueryStreamingV2Destination(const DestinationContext& context,
+                                                               BigqueryStreamingFlavor flavor)
+    : sync_(context.sync),
+      flavor_(flavor),
+      name_(flavor == BigqueryStreamingFlavor::kLegacy ? "bigquery_streaming"
+                                                       : "bigquery_streaming_v2") {}
+
+bool BigqueryStreamingV2Destination::Staged() const {
+  return flavor_ == BigqueryStreamingFlavor::kV2 && sync_.sync_mode != SyncMode::kStream;
+}
 
 BigqueryStreamingV2Destination::~BigqueryStreamingV2Destination() = default;
 
 Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Destination::Create(
-    const DestinationContext& context, BigqueryStreamingV2Connection connection) {
+    const DestinationContext& context, BigqueryStreamingV2Connection connection,
+    BigqueryStreamingFlavor flavor) {
   std::unique_ptr<BigqueryStreamingV2Destination> destination(
-      new BigqueryStreamingV2Destination(context));
+      new BigqueryStreamingV2Destination(context, flavor));
   BigqueryStreamingV2Destination& d = *destination;
   const Value& config = context.config;
   d.connection_ = std::move(connection);
@@ -271,7 +288,7 @@ Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destinati
                    ? BigQueryTableRef{.project = parts[0], .dataset = parts[1], .table = parts[2]}
                    : BigQueryTableRef{.project = project_, .dataset = dataset_, .table = parts[0]};
   table.staging = table.main;
-  table.staging.table = StagingTableName(table.main.table, sync_.sync_mode);
+  if (Staged()) table.staging.table = StagingTableName(table.main.table, sync_.sync_mode);
   BIZON_ASSIGN_OR_RETURN(
       BigqueryTableLayout layout,
       BigqueryLayoutFor(schemas_, unnest_, destination_id, default_destination_id_, name));
@@ -292,8 +309,7 @@ Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
   wanted.schema = ToBigQuerySchema(table.columns);
   wanted.time_partitioning = partitioning_;
   wanted.clustering_fields = table.clustering;
-  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(wanted),
-                                             sync_.sync_mode != SyncMode::kStream, sync_.job_id,
+  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(wanted), Staged(), sync_.job_id,
                                              /*on_abandoned=*/nullptr));
   table.prepared = true;
   return Status::Ok();
@@ -392,9 +408,9 @@ Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
       table.stream = found->rows[0][0].AsString();
       table.next_offset = 0;
       spdlog::info(
-          "bigquery_streaming_v2 destination: taking up write stream {} of {}, which a run of "
-          "this job wrote to before recording a cursor; appending from offset 0",
-          table.stream, table.staging.ToString());
+          "{} destination: taking up write stream {} of {}, which a run of this job wrote to "
+          "before recording a cursor; appending from offset 0",
+          name_, table.stream, table.staging.ToString());
       return Status::Ok();
     }
   }
@@ -438,9 +454,8 @@ Status BigqueryStreamingV2Destination::LoadLargeRows(TableState& table, const st
   load.create_disposition = "CREATE_NEVER";
   load.ignore_unknown_values = true;
   spdlog::info(
-      "bigquery_streaming_v2 destination: {} rows too large for the Storage Write API "
-      "are loaded into {} by job {}",
-      json_rows.size(), table.staging.ToString(), job_id);
+      "{} destination: {} rows too large for the Storage Write API are loaded into {} by job {}",
+      name_, json_rows.size(), table.staging.ToString(), job_id);
   auto loaded = EnsureBigqueryJob(
       *bigquery_, {.project = project_, .job_id = job_id, .location = job_location_}, load.ToJson(),
       /*wait=*/true, /*submitted_here=*/false, ndjson);
@@ -564,13 +579,13 @@ Status BigqueryStreamingV2Destination::Finalize() {
       }
     }
   }
-  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
+  if (!Staged()) return Status::Ok();
   for (auto& [name, table] : tables_) BIZON_RETURN_IF_ERROR(Publish(table));
   return Status::Ok();
 }
 
 Status BigqueryStreamingV2Destination::OnJobSucceeded() {
-  if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
+  if (!Staged()) return Status::Ok();
   for (auto& [name, table] : tables_) {
     Status dropped = bigquery_->DeleteTable(table.staging, true);
     if (!dropped.ok()) {

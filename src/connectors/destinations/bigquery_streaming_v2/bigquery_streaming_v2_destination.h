@@ -29,6 +29,11 @@
 // A row BigQuery refuses (row_errors) fails the run, naming the record, and BigQuery's message
 // (the column and the reason); nothing of that request or after it is written.
 //
+// The same class serves `bigquery_streaming` (BigqueryStreamingFlavor::kLegacy, spec 8.2): no
+// staging table, every sync mode appends to the final table and Finalize() publishes nothing;
+// rows still go through the Storage Write API, exactly-once by default, instead of the original's
+// tabledata.insertAll (at-least-once, refused rows dropped without an error).
+//
 // Thread safety: one instance is used from the consumer's thread only.
 #pragma once
 
@@ -61,11 +66,23 @@ struct BigqueryStreamingV2Connection {
   std::shared_ptr<GoogleCredentials> credentials;
 };
 
+/// Which of the original's two streaming destinations an instance is.
+enum class BigqueryStreamingFlavor {
+  /// bigquery_streaming_v2: staging tables published by SQL on full refresh and incremental.
+  kV2,
+  /// bigquery_streaming: every sync mode appends to the final table.
+  kLegacy,
+};
+
+/// The write_mode option of both streaming destinations.
+FieldSpec BigqueryWriteModeField();
+
 class BigqueryStreamingV2Destination final : public Destination {
  public:
   /// Checks the config (record_schemas, partitioning, clustering); connects in Open().
   static Result<std::unique_ptr<BigqueryStreamingV2Destination>> Create(
-      const DestinationContext& context, BigqueryStreamingV2Connection connection = {});
+      const DestinationContext& context, BigqueryStreamingV2Connection connection = {},
+      BigqueryStreamingFlavor flavor = BigqueryStreamingFlavor::kV2);
   ~BigqueryStreamingV2Destination() override;
   BigqueryStreamingV2Destination(const BigqueryStreamingV2Destination&) = delete;
   BigqueryStreamingV2Destination& operator=(const BigqueryStreamingV2Destination&) = delete;
@@ -88,7 +105,9 @@ class BigqueryStreamingV2Destination final : public Destination {
     int64_t next_offset = 0;
   };
 
-  explicit BigqueryStreamingV2Destination(const DestinationContext& context);
+  BigqueryStreamingV2Destination(const DestinationContext& context, BigqueryStreamingFlavor flavor);
+  /// Whether Write() goes to a staging table that Finalize() publishes.
+  bool Staged() const;
 
   Result<TableState*> TableFor(std::string_view destination_id);
   Status Prepare(TableState& table);
@@ -105,6 +124,9 @@ class BigqueryStreamingV2Destination final : public Destination {
   Value CurrentState() const;
 
   SyncMetadata sync_;
+  BigqueryStreamingFlavor flavor_;
+  /// The destination's name, for log lines.
+  std::string_view name_;
   BigqueryStreamingV2Connection connection_;
   std::string project_;
   std::string dataset_;

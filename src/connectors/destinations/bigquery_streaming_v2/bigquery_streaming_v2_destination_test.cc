@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bizon/clock.h"
@@ -63,8 +64,9 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
   }
 
   /// A destination on the fakes for `sync_mode`, with `config` over project p, dataset d.
-  std::unique_ptr<BigqueryStreamingV2Destination> Make(SyncMode sync_mode, Value config,
-                                                       size_t max_request_bytes = 0) {
+  std::unique_ptr<BigqueryStreamingV2Destination> Make(
+      SyncMode sync_mode, Value config, size_t max_request_bytes = 0,
+      BigqueryStreamingFlavor flavor = BigqueryStreamingFlavor::kV2) {
     config.Set("project_id", "p");
     config.Set("dataset_id", "d");
     DestinationContext context;
@@ -75,13 +77,40 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
                     .sync_mode = sync_mode,
                     .destination_name = "bigquery_streaming_v2"};
     context.config = std::move(config);
-    auto made = BigqueryStreamingV2Destination::Create(
-        context, {.bigquery_endpoint = rest_.url(),
-                  .storage_endpoint = write_->endpoint(),
-                  .max_request_bytes = max_request_bytes,
-                  .credentials = MakeAnonymousGoogleCredentials()});
+    auto made =
+        BigqueryStreamingV2Destination::Create(context,
+                                               {.bigquery_endpoint = rest_.url(),
+                                                .storage_endpoint = write_->endpoint(),
+                                                .max_request_bytes = max_request_bytes,
+                                                .credentials = MakeAnonymousGoogleCredentials()},
+                                               flavor);
     EXPECT_TRUE(made) << made.error().ToString();
     return made ? std::move(*made) : nullptr;
+  }
+
+  /// The bodies of the POST requests the REST fake received on a path ending in `suffix`.
+  std::vector<Value> PostedBodies(std::string_view suffix) {
+    std::vector<Value> out;
+    Value report = rest_.Report();
+    const Value* requests = report.Find("requests");
+    if (requests == nullptr || !requests->is_list()) return out;
+    for (const Value& request : requests->AsList()) {
+      if (request.GetString("method") != "POST" || !request.GetString("path").ends_with(suffix)) {
+        continue;
+      }
+      if (auto body = Value::FromJson(request.GetString("body"))) out.push_back(std::move(*body));
+    }
+    return out;
+  }
+
+  /// The ids of the tables the REST fake was asked to create, in order.
+  std::vector<std::string> CreatedTables() {
+    std::vector<std::string> out;
+    for (const Value& body : PostedBodies("/tables")) {
+      const Value* reference = body.Find("tableReference");
+      if (reference != nullptr) out.push_back(reference->GetString("tableId"));
+    }
+    return out;
   }
 
   /// The serialized rows an unnest destination sends for `records`.
@@ -109,16 +138,8 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
   /// The SQL of the query jobs the REST fake received, in order.
   std::vector<std::string> Statements() {
     std::vector<std::string> out;
-    Value report = rest_.Report();
-    const Value* requests = report.Find("requests");
-    if (requests == nullptr || !requests->is_list()) return out;
-    for (const Value& request : requests->AsList()) {
-      if (request.GetString("method") != "POST" || !request.GetString("path").ends_with("/jobs")) {
-        continue;
-      }
-      auto body = Value::FromJson(request.GetString("body"));
-      if (!body) continue;
-      const Value* configuration = body->Find("configuration");
+    for (const Value& body : PostedBodies("/jobs")) {
+      const Value* configuration = body.Find("configuration");
       const Value* query = configuration != nullptr ? configuration->Find("query") : nullptr;
       if (query != nullptr) out.push_back(query->GetString("query"));
     }
@@ -321,6 +342,32 @@ TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamOptionAppendsWithoutOffsetsAndP
   EXPECT_EQ(Statements().size(), 1u);
 }
 
+// bigquery_streaming (spec 8.2): no staging table in any sync mode; a full refresh appends to the
+// final table through a committed stream and publishes nothing.
+TEST_F(BigqueryStreamingV2FakeTest, LegacyFlavorAppendsEverySyncModeToTheFinalTable) {
+  for (SyncMode mode : {SyncMode::kFullRefresh, SyncMode::kIncremental}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    auto destination = Make(mode, UnnestConfig(), 0, BigqueryStreamingFlavor::kLegacy);
+    ASSERT_NE(destination, nullptr);
+    ASSERT_TRUE(destination->Open(Value()).ok());
+    auto written = destination->Write(Records(0, 3), kLoadedAt);
+    ASSERT_TRUE(written) << written.error().ToString();
+    std::string stream = OnlyTable(*written).GetString("stream");
+    EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/events/streams/")) << stream;
+    EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 3)));
+    ASSERT_TRUE(destination->Finalize().ok());
+    ASSERT_TRUE(destination->OnJobSucceeded().ok());
+  }
+  // Nothing published by SQL: the only queries look up the write-stream registry.
+  for (const std::string& statement : Statements()) {
+    EXPECT_TRUE(statement.starts_with("SELECT stream FROM `p.d._bizon_write_streams`"))
+        << statement;
+  }
+  for (const std::string& table : CreatedTables()) {
+    EXPECT_TRUE(table == "events" || table == "_bizon_write_streams") << table;
+  }
+}
+
 // ---- the emulator (scripts/test-servers.sh start bigquery) -------------------------------
 
 class BigqueryStreamingV2EmulatorTest : public ::testing::Test {
@@ -343,8 +390,9 @@ class BigqueryStreamingV2EmulatorTest : public ::testing::Test {
     if (rest_) rest_->DeleteDataset("test-project", dataset_, true, true).IgnoreError();
   }
 
-  std::unique_ptr<BigqueryStreamingV2Destination> Make(SyncMode sync_mode, Value config,
-                                                       std::string job_id) {
+  std::unique_ptr<BigqueryStreamingV2Destination> Make(
+      SyncMode sync_mode, Value config, std::string job_id,
+      BigqueryStreamingFlavor flavor = BigqueryStreamingFlavor::kV2) {
     config.Set("project_id", "test-project");
     config.Set("dataset_id", dataset_);
     DestinationContext context;
@@ -355,7 +403,7 @@ class BigqueryStreamingV2EmulatorTest : public ::testing::Test {
                     .sync_mode = sync_mode,
                     .destination_name = "bigquery_streaming_v2"};
     context.config = std::move(config);
-    auto made = BigqueryStreamingV2Destination::Create(context);
+    auto made = BigqueryStreamingV2Destination::Create(context, {}, flavor);
     EXPECT_TRUE(made) << made.error().ToString();
     return made ? std::move(*made) : nullptr;
   }
@@ -429,6 +477,31 @@ TEST_F(BigqueryStreamingV2EmulatorTest, UnnestIncrementalResumesAndAppendsOnce) 
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[4][0].AsString(), "4");
   EXPECT_EQ(rows[4][1].AsString(), "n4");
+}
+
+TEST_F(BigqueryStreamingV2EmulatorTest, LegacyFullRefreshAppendsToTheFinalTableAsTheOriginal) {
+  // Two full-refresh jobs each append their rows: no staging table, no replace (spec 8.2).
+  for (int run = 0; run < 2; ++run) {
+    auto destination = Make(SyncMode::kFullRefresh, Value(Value::Map{}), NewUuidHex(),
+                            BigqueryStreamingFlavor::kLegacy);
+    ASSERT_NE(destination, nullptr);
+    Status opened = destination->Open(Value());
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
+    auto written = destination->Write(Records(run * 3, 3), kLoadedAt);
+    ASSERT_TRUE(written) << written.error().ToString();
+    Status finalized = destination->Finalize();
+    ASSERT_TRUE(finalized.ok()) << finalized.ToString();
+    ASSERT_TRUE(destination->OnJobSucceeded().ok());
+  }
+  std::vector<BigQueryRow> rows =
+      Select("_bizon_src_items", "_source_record_id, _source_data", "_source_record_id");
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[5][0].AsString(), "r5");
+  EXPECT_EQ(rows[5][1].AsString(), R"({"id":5,"name":"n5"})");
+  auto staging = rest_->GetTable(
+      {.project = "test-project", .dataset = dataset_, .table = "_bizon_src_items_temp"});
+  ASSERT_FALSE(staging);
+  EXPECT_EQ(staging.error().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
