@@ -65,6 +65,16 @@ class Destination {
     return Fail(Status(StatusCode::kUnimplemented, "this destination cannot append"));
   }
 
+  /// Called once the destination cursor carrying `state` (what Write() or Sync() returned) is
+  /// recorded: a destination that wrote its rows provisionally makes them visible here, so that
+  /// rows a run wrote after its last recorded cursor never become visible (a resume writes them
+  /// again). Must be idempotent: the engine may call it again with the same state, and Open()
+  /// of a resumed run is handed that state too.
+  virtual Status OnCursorRecorded(const Value& state) {
+    (void)state;
+    return Status::Ok();
+  }
+
   /// Publishes what the run staged (rename, append, table swap). Must be idempotent: it may run
   /// again after a crash between Finalize() and OnJobSucceeded().
   virtual Status Finalize() = 0;

@@ -4,9 +4,10 @@
 
 namespace bizon {
 
-CommitLoop::CommitLoop(Backend& backend, const PipelineSettings& settings, const JobPlan& plan,
-                       Hooks hooks)
+CommitLoop::CommitLoop(Backend& backend, Destination& destination, const PipelineSettings& settings,
+                       const JobPlan& plan, Hooks hooks)
     : backend_(backend),
+      destination_(destination),
       settings_(settings),
       plan_(plan),
       hooks_(std::move(hooks)),
@@ -42,6 +43,10 @@ Status CommitLoop::Record(const Covered& covered) {
   Status recorded =
       hooks_.record ? hooks_.record(cursor) : backend_.CreateDestinationCursor(cursor);
   BIZON_RETURN_IF_ERROR(recorded.WithFailureClass(FailureClass::kBackend));
+  if (!state_.is_null()) {
+    BIZON_RETURN_IF_ERROR(
+        destination_.OnCursorRecorded(state_).WithFailureClass(FailureClass::kDestination));
+  }
   if (hooks_.recorded) hooks_.recorded(cursor);
   if (hooks_.acknowledge) {
     BIZON_RETURN_IF_ERROR(hooks_.acknowledge(pagination).WithFailureClass(FailureClass::kSource));

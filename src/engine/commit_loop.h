@@ -2,6 +2,7 @@
 // through it, after each write:
 //   1. the destination makes the rows durable and returns its state (the caller's write);
 //   2. the destination cursor is recorded: a resume starts after the iterations it covers;
+//   2b. the destination is told (OnCursorRecorded: provisional rows become visible);
 //   3. the runner's hook sees the recorded cursor (a broker queue acknowledges its frames);
 //   4. the source is acknowledged up to the cursor's pagination (a kafka group's offsets).
 // A step that fails stops the sequence there, so nothing is acknowledged that a resume would not
@@ -12,6 +13,7 @@
 #include <functional>
 
 #include "bizon/backend.h"
+#include "bizon/destination.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
 #include "engine/job.h"
@@ -44,7 +46,8 @@ class CommitLoop {
     std::function<Status(const Value& pagination)> acknowledge;
   };
 
-  CommitLoop(Backend& backend, const PipelineSettings& settings, const JobPlan& plan, Hooks hooks);
+  CommitLoop(Backend& backend, Destination& destination, const PipelineSettings& settings,
+             const JobPlan& plan, Hooks hooks);
 
   /// Runs `write` (Write, Sync or the chunks of an oversized iteration: whatever makes `covered`
   /// durable and returns the destination's state), then steps 2 to 4.
@@ -60,6 +63,7 @@ class CommitLoop {
   Status Record(const Covered& covered);
 
   Backend& backend_;
+  Destination& destination_;
   const PipelineSettings& settings_;
   const JobPlan& plan_;
   Hooks hooks_;

@@ -50,7 +50,7 @@ class Consumer {
         backend_(backend),
         settings_(settings),
         plan_(plan),
-        commits_(backend, settings, plan, std::move(hooks)),
+        commits_(backend, destination, settings, plan, std::move(hooks)),
         progress_(settings.key.source_name + "." + settings.key.stream_name,
                   plan.job.total_records_to_fetch, plan.rows_already_written),
         transforms_(transforms),

@@ -146,6 +146,10 @@ WriteStreamInfo StreamInfoFromProto(const storage::WriteStream& stream) {
   info.type = stream.type() == storage::WriteStream::PENDING ? WriteStreamType::kPending
                                                              : WriteStreamType::kCommitted;
   info.table_schema = SchemaFromProto(stream.table_schema().fields());
+  if (stream.has_commit_time()) {
+    info.commit_time_us =
+        stream.commit_time().seconds() * 1'000'000 + stream.commit_time().nanos() / 1000;
+  }
   return info;
 }
 

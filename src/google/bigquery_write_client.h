@@ -75,6 +75,8 @@ struct WriteStreamInfo {
   /// The table's schema (GetWriteStream and CreateWriteStream answer it); Storage API type
   /// names (INT64, DOUBLE, STRUCT, ...), which ProtoRowSchema reads.
   BigQuerySchema table_schema;
+  /// When a PENDING stream was committed (microseconds since the epoch); 0: not committed.
+  int64_t commit_time_us = 0;
 };
 
 struct BatchCommitResult {

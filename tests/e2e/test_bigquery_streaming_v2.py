@@ -2,7 +2,7 @@
 Write API): `bizon run` appends protobuf rows to a staging table and publishes it by SQL. Raw
 full refresh (twice: the second replaces), unnest incremental (typed columns, appended), the
 default-stream option, and a stream killed and resumed: every record exactly once through the
-committed write streams whose offsets travel in the destination cursor.
+PENDING write streams named in the destination cursor and committed once it is recorded.
 
 Under CI=true a missing emulator fails these tests (conftest_google's fixture)."""
 
@@ -71,11 +71,11 @@ def test_raw_full_refresh_publishes_and_a_second_run_replaces(bizon, bigquery_em
         assert int(row["_bizon_loaded_at"]) >= started_us - 5_000_000
         assert len(row["_bizon_id"]) == 32
     assert table_names(emulator, dataset) == ["_bizon_dummy_creatures"]  # Staging dropped.
-    # The cursor carries the committed stream and the next offset.
+    # The cursor carries the write's PENDING stream, committed once the cursor was recorded.
     [table] = cursor_states(bizon)[-1]["tables"]
     staging = f"projects/{emulator.project}/datasets/{dataset}/tables/_bizon_dummy_creatures_temp"
-    assert table["stream"].startswith(f"{staging}/streams/")
-    assert table["next_offset"] == 5
+    [stream] = table["uncommitted"]
+    assert stream.startswith(f"{staging}/streams/")
 
     first_ids = {row["_bizon_id"] for row in found}
     bizon.run("run", config, check=0)
@@ -119,7 +119,7 @@ def test_default_stream_option_writes_without_a_stream_in_the_cursor(
     config = bizon.write("p.yml", pipeline("v2-default", source, dest, engine=runner("stream")))
     bizon.run("run", config, check=0)
     assert len(rows(emulator, dataset, "live", "_source_record_id")) == 90
-    assert all("stream" not in table for state in cursor_states(bizon)
+    assert all("uncommitted" not in table for state in cursor_states(bizon)
                for table in state["tables"])
 
 

@@ -9,6 +9,9 @@ Under CI=true a missing broker or emulator fails these tests (their fixtures).""
 from __future__ import annotations
 
 import json
+import os
+import random
+import time
 import uuid
 
 import pytest
@@ -16,13 +19,16 @@ import yaml
 
 from conftest_google import bigquery_emulator  # noqa: F401 (fixture)
 from conftest_kafka import confluent_avro, kafka, schema_registry  # noqa: F401 (fixtures)
-from support.kafka import PLAINTEXT, group
+from support.exactly_once import assert_exactly_once
+from support.kafka import PLAINTEXT, expected_positions, group, kafka_source
 from support.paths import SHAPES
-from support.pipelines import runner
-from support.processes import spawn, stop, wait_for_run
+from support.pipelines import pipeline, runner
+from support.processes import kill, killed_after, spawn, stop, wait_for_run
 
 SHAPE = SHAPES / "kafka_to_bigquery_streaming.yml"
 COUNT = 40
+SEED = int(os.environ.get("BIZON_KILL_SEED", "20261205"))
+KILLS = 20
 ORDER = {"type": "record", "name": "Order", "namespace": "shop",
          "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}]}
 
@@ -111,3 +117,112 @@ def test_a_topic_streams_into_the_table_once(bizon, kafka, schema_registry, bigq
         values = [{"id": int(row["id"]), "name": row["name"]}
                   for row in emulator.query(f"SELECT id, name FROM `{table}`")]
     assert sorted(values, key=lambda value: value["id"]) == orders
+
+
+def kafka_v2_pipeline(kafka, emulator, dataset: str, topic: str, table: str) -> str:
+    source = kafka_source(kafka, {topic: table}, batch_size=40, consumer_timeout=1)
+    destination = {"name": "bigquery_streaming_v2", "config": {
+        "project_id": emulator.project, "dataset_id": dataset, "buffer_size": 0}}
+    return pipeline(f"kafka-v2-{uuid.uuid4().hex[:6]}", source, destination,
+                    engine=runner("stream"))
+
+
+def record_positions(emulator, table: str) -> list[tuple[int, int]] | None:
+    """(partition, offset) of every row of `table`, from _source_record_id."""
+    try:
+        found = emulator.query(f"SELECT _source_record_id FROM `{table}`")
+    except Exception:  # noqa: BLE001 (not created yet: nothing landed)
+        return None
+    out = []
+    for row in found:
+        _, partition, _, offset = row["_source_record_id"].split("_")
+        out.append((int(partition), int(offset)))
+    return out
+
+
+def stream_to_the_end(bizon, config, emulator, table: str, expected: set) -> None:
+    """A last run, until the table holds every message, then 2 s more (a late duplicate would
+    show), stopped with SIGTERM."""
+    log = bizon.cwd / "last.log"
+    process = spawn(bizon, "run", config, log=log)
+    try:
+        wait_for_run(process, log, lambda: process.poll() is not None
+                     or len(record_positions(emulator, table) or []) >= len(expected),
+                     timeout=180, interval=0.5, what=f"{len(expected)} rows in {table}")
+        assert process.poll() is None, f"the stream run ended by itself\n{log.read_text()}"
+        time.sleep(2)
+    except BaseException:
+        kill(process)
+        raise
+    stop(process)
+
+
+def test_kafka_stream_killed_twenty_times_lands_every_message_once(
+        bizon, kafka, bigquery_emulator, dataset, capsys):
+    """SIGKILL at random moments, 20 times or more, with new messages before each restart: the
+    committed write stream's offsets in the destination cursor, and the row-at-a-time probe of a
+    resumed stream, leave every message in the table once."""
+    emulator = bigquery_emulator
+    rng = random.Random(SEED)
+    started = time.monotonic()
+    topic = kafka.create_topic(partitions=3)
+    table = f"{emulator.project}.{dataset}.events"
+    config = bizon.write("p.yml", kafka_v2_pipeline(kafka, emulator, dataset, topic, table))
+    produced = 0
+    landed = 0
+    while landed < KILLS:
+        produced += kafka.produce_many(topic, 120, lambda i, base=produced: {"n": base + i})
+        process = spawn(bizon, "run", config)
+        if killed_after(process, rng, (0.4, 2.0)):
+            landed += 1
+            continue
+        _, stderr = process.communicate()
+        raise AssertionError(f"the stream run ended by itself (exit {process.returncode})\n"
+                             f"{stderr[-4000:]}")
+    expected = expected_positions(kafka, topic)
+    assert len(expected) == produced
+    stream_to_the_end(bizon, config, emulator, table, expected)
+    assert_exactly_once(record_positions(emulator, table), expected, what="messages")
+    with capsys.disabled():
+        print(f"\nkafka -> bigquery_streaming_v2 kill-resume: {landed} kills, {produced} "
+              f"messages checked, {time.monotonic() - started:.1f} s (seed {SEED})")
+
+
+def test_an_emulator_restart_mid_stream_loses_no_row(bizon, kafka, bigquery_emulator, dataset):
+    """The BigQuery emulator restarts (connections dropped) while a stream writes into it: the
+    run recovers, or fails with an error naming BigQuery and is started again; either way every
+    message is in the table once."""
+    emulator = bigquery_emulator
+    topic = kafka.create_topic(partitions=2)
+    table = f"{emulator.project}.{dataset}.events"
+    config = bizon.write("p.yml", kafka_v2_pipeline(kafka, emulator, dataset, topic, table))
+    kafka.produce_many(topic, 200, lambda i: {"n": i})
+    log = bizon.cwd / "run.log"
+    process = spawn(bizon, "run", config, log=log)
+    try:
+        wait_for_run(process, log, lambda: process.poll() is not None
+                     or len(record_positions(emulator, table) or []) >= 200,
+                     timeout=120, interval=0.5, what="200 rows before the restart")
+        assert process.poll() is None, f"the stream run ended by itself\n{log.read_text()}"
+        for batch in range(5):
+            kafka.produce_many(topic, 100, lambda i, base=200 + batch * 100: {"n": base + i})
+            if batch == 1:
+                emulator.restart("bigquery")
+            time.sleep(0.3)
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            if len(record_positions(emulator, table) or []) >= 700:
+                break
+            time.sleep(0.5)
+    except BaseException:
+        kill(process)
+        raise
+    if process.poll() is None:
+        stop(process)  # Recovered: it wrote on after the restart.
+    else:
+        text = log.read_text()
+        assert process.returncode != 0, text
+        assert "BigQuery" in text, text[-4000:]
+    stream_to_the_end(bizon, config, emulator, table, expected_positions(kafka, topic))
+    assert_exactly_once(record_positions(emulator, table), expected_positions(kafka, topic),
+                        what="messages")

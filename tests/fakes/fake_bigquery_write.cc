@@ -26,6 +26,8 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
   mutable std::mutex mutex;
   std::vector<std::vector<std::string>> table_schema;
   std::map<std::string, Stream> streams;
+  /// PENDING streams, in the order BatchCommitWriteStreams committed them.
+  std::vector<std::string> commit_order;
   std::deque<Fault> faults;
   std::vector<std::string> violations;
   std::vector<bool> schema_flags;
@@ -37,7 +39,7 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
   int port = 0;
 
   // Records an off-contract request; the status BigQuery would answer it with.
-  grpc::Status Violation(std::string what) {
+  grpc::Status Violation(const std::string& what) {
     violations.push_back(what);
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, what);
   }
@@ -107,6 +109,10 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
     }
     response->set_name(request->name());
     response->set_type(stream->type);
+    if (stream->committed) {  // WriteStream.commit_time: set once a PENDING stream is committed.
+      response->mutable_commit_time()->set_seconds(1704164645);
+      response->mutable_commit_time()->set_nanos(123456000);
+    }
     if (request->view() == storage::WriteStreamView::FULL) FillSchema(response);
     return grpc::Status::OK;
   }
@@ -151,7 +157,10 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
       }
     }
     if (response->stream_errors_size() > 0) return grpc::Status::OK;  // Nothing committed.
-    for (const std::string& name : request->write_streams()) FindStream(name)->committed = true;
+    for (const std::string& name : request->write_streams()) {
+      FindStream(name)->committed = true;
+      commit_order.push_back(name);
+    }
     response->mutable_commit_time()->set_seconds(1704164645);
     response->mutable_commit_time()->set_nanos(123456000);
     return grpc::Status::OK;
@@ -282,6 +291,22 @@ std::vector<std::string> FakeBigQueryWrite::Rows(const std::string& stream) cons
   std::lock_guard lock(impl_->mutex);
   auto found = impl_->streams.find(stream);
   return found == impl_->streams.end() ? std::vector<std::string>() : found->second.rows;
+}
+
+std::vector<std::string> FakeBigQueryWrite::VisibleRows(const std::string& table) const {
+  std::lock_guard lock(impl_->mutex);
+  std::string prefix = table + "/streams/";
+  std::vector<std::string> out;
+  for (const std::string& name : impl_->commit_order) {
+    if (!name.starts_with(prefix)) continue;
+    const std::vector<std::string>& rows = impl_->streams.at(name).rows;
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  for (const auto& [name, stream] : impl_->streams) {
+    if (!name.starts_with(prefix) || stream.type == storage::WriteStream::PENDING) continue;
+    out.insert(out.end(), stream.rows.begin(), stream.rows.end());
+  }
+  return out;
 }
 
 std::vector<std::string> FakeBigQueryWrite::violations() const {

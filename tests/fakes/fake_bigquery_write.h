@@ -58,6 +58,9 @@ class FakeBigQueryWrite {
 
   /// Serialized rows stored for `stream` (full name), in offset order.
   std::vector<std::string> Rows(const std::string& stream) const;
+  /// The rows a reader of `table` (projects/p/datasets/d/tables/t) sees: those of its PENDING
+  /// streams once committed, in commit order, then those of its COMMITTED and default streams.
+  std::vector<std::string> VisibleRows(const std::string& table) const;
   /// Off-contract requests seen.
   std::vector<std::string> violations() const;
   /// AppendRows calls opened, and requests received (retries included).

@@ -145,6 +145,14 @@ class InMemoryDestination final : public Destination {
     return State();
   }
 
+  /// OnCursorRecorded() fails with `error`.
+  void FailOnCursorRecorded(Status error) { recorded_error_ = std::move(error); }
+
+  Status OnCursorRecorded(const Value& state) override {
+    recorded_states_.push_back(state);
+    return recorded_error_;
+  }
+
   Status Finalize() override {
     ++finalized_;
     return finalize_error_;
@@ -171,6 +179,8 @@ class InMemoryDestination final : public Destination {
     return ids;
   }
   const std::vector<Value>& opened_with() const { return opened_with_; }
+  /// The states OnCursorRecorded() was given, in order.
+  const std::vector<Value>& recorded_states() const { return recorded_states_; }
   int finalized() const { return finalized_; }
   int succeeded() const { return succeeded_; }
 
@@ -195,6 +205,8 @@ class InMemoryDestination final : public Destination {
   RecordBatch appended_;
   int64_t durable_rows_ = 0;
   std::vector<Value> opened_with_;
+  std::vector<Value> recorded_states_;
+  Status recorded_error_;
   int finalized_ = 0;
   int succeeded_ = 0;
 };

@@ -104,6 +104,30 @@ TEST_F(ConsumerTest, ABufferOfZeroBytesWritesEveryIterationAtOnce) {
   EXPECT_EQ(Cursors(), R"(0-0:10:{"page":1} 1-1:3:null)");
 }
 
+TEST_F(ConsumerTest, TheDestinationIsToldOfEachRecordedCursorWithItsState) {
+  settings_.buffer_bytes = 0;
+  ScriptedMessageSource source;
+  source.Data(0, TenRecords(), Page(1)).Data(1, MakeRecords(3), Value::EmptyMap()).End();
+  ConsumerResult result = Run(source);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kSuccess) << result.error.ToString();
+  ASSERT_EQ(destination_.recorded_states().size(), 2u);
+  EXPECT_EQ(destination_.recorded_states()[0].GetInteger("rows"), 10);
+  EXPECT_EQ(destination_.recorded_states()[1].GetInteger("rows"), 13);
+}
+
+TEST_F(ConsumerTest, AFailedOnCursorRecordedIsADestinationErrorAfterTheCursor) {
+  settings_.buffer_bytes = 0;
+  destination_.FailOnCursorRecorded(Status(StatusCode::kUnavailable, "commit refused"));
+  ScriptedMessageSource source;
+  source.Data(0, TenRecords(), Page(1)).Data(1, MakeRecords(3), Value::EmptyMap()).End();
+  ConsumerResult result = Run(source);
+  EXPECT_EQ(StatusOf(result), ReturnStatus::kDestinationError) << result.error.ToString();
+  // The cursor is recorded first: a resumed run's Open() is handed its state to settle.
+  EXPECT_EQ(Cursors(), R"(0-0:10:{"page":1})");
+  EXPECT_EQ(destination_.recorded_states().size(), 1u);
+  EXPECT_EQ(destination_.finalized(), 0);
+}
+
 TEST_F(ConsumerTest, FlushesABufferOlderThanTheTimeoutWhileWaiting) {
   settings_.buffer_bytes = 100 * kPageBytes;
   settings_.buffer_flush_timeout_s = 0.05;

@@ -53,7 +53,7 @@ class StreamLoop {
   explicit StreamLoop(const RunContext& context)
       : context_(context),
         label_(context.settings.key.source_name + "." + context.settings.key.stream_name),
-        commits_(context.backend, context.settings, context.plan, Hooks()) {}
+        commits_(context.backend, context.destination, context.settings, context.plan, Hooks()) {}
 
   Status Run();
 

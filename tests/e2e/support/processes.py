@@ -62,21 +62,28 @@ def wait_for_run(process: subprocess.Popen, log: Path, predicate, timeout: float
         raise AssertionError(f"{error}\n--- the run's log, last lines ---\n{text[-4000:]}") from None
 
 
+def killed_after(process: subprocess.Popen, rng, delays) -> bool:
+    """Waits a random delay in `delays`, then SIGKILLs the run if it still goes. True when the
+    kill landed; False when the run had ended by itself (its output is left to read)."""
+    try:
+        process.wait(timeout=rng.uniform(*delays))
+    except subprocess.TimeoutExpired:
+        kill(process)
+        return True
+    return False
+
+
 def run_until_complete(bizon, config, rng, kills, delays=(0.1, 0.6), after_kill=None) -> int:
     """Starts `bizon run` again and again, killing the first `kills` attempts after a random
     delay, until one completes. Returns the number of kills that landed."""
     landed = 0
     for _ in range(kills * 4 + 20):
         process = spawn(bizon, "run", config)
-        if landed < kills:
-            try:
-                process.wait(timeout=rng.uniform(*delays))
-            except subprocess.TimeoutExpired:
-                kill(process)
-                landed += 1
-                if after_kill:
-                    after_kill()
-                continue
+        if landed < kills and killed_after(process, rng, delays):
+            landed += 1
+            if after_kill:
+                after_kill()
+            continue
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
         return landed

@@ -20,9 +20,6 @@ namespace {
 
 constexpr std::string_view kCommittedStream = "committed_stream";
 constexpr std::string_view kDefaultStream = "default_stream";
-/// The table, in the configured dataset, that records the write stream each job creates per
-/// table before appending to it.
-constexpr std::string_view kStreamRegistry = "_bizon_write_streams";
 /// Refused rows quoted in the error; the rest are counted.
 constexpr size_t kRowErrorsQuoted = 3;
 
@@ -219,32 +216,6 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
   job_location_ = std::move(target.job_location);
   default_table_ = std::move(target.default_table);
 
-  if (committed_) {
-    // The registry of the write streams each job created (see OpenCommittedStream()).
-    BigQuerySchema registry_schema = {{.name = "job_id", .type = "STRING", .mode = "REQUIRED"},
-                                      {.name = "table_id", .type = "STRING", .mode = "REQUIRED"},
-                                      {.name = "stream", .type = "STRING", .mode = "REQUIRED"},
-                                      {.name = "created_at", .type = "TIMESTAMP"}};
-    auto registry_rows = ProtoRowSchema::Make(registry_schema);
-    if (!registry_rows) return registry_rows.error();
-    registry_schema_ = std::move(*registry_rows);
-    BigQueryTable registry{.ref = RegistryRef(),
-                           .schema = std::move(registry_schema),
-                           .description =
-                               "bizon: the write streams of bigquery_streaming_v2 jobs, "
-                               "so that a resumed job takes up its own"};
-    auto existing = bigquery_->GetTable(registry.ref);
-    if (!existing && existing.error().code() == StatusCode::kNotFound) {
-      auto created = bigquery_->InsertTable(registry, /*exists_ok=*/true);
-      if (!created)
-        return BigqueryDestinationContext(created.error(), "creating " + registry.ref.ToString());
-    } else if (!existing) {
-      return BigqueryDestinationContext(existing.error(), "table " + registry.ref.ToString());
-    } else {
-      registry_ready_ = true;  // It may hold this job's streams.
-    }
-  }
-
   // A resumed run: the tables the dead run wrote, and where their streams stand.
   writes_ = resume_state.GetInteger("writes", 0);
   if (const Value* tables = resume_state.Find("tables"); tables != nullptr && tables->is_list()) {
@@ -252,13 +223,10 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
       std::string id = entry.GetString("table");
       BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(id == default_table_ ? "" : id));
       BIZON_RETURN_IF_ERROR(Prepare(*table));
-      if (committed_) {
-        table->stream = entry.GetString("stream");
-        table->next_offset = entry.GetInteger("next_offset", 0);
-      }
     }
   }
-  return Status::Ok();
+  // Its last recorded write may not have been made visible before it died.
+  return CommitStreams(resume_state, /*resuming=*/true);
 }
 
 Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destination::TableFor(
@@ -335,44 +303,37 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
     }
     serialized.push_back(std::move(encoded));
   }
-  AppendStreamOptions options{.max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
-  std::string stream_name;
+  std::vector<size_t> oversized;  // Indices into `rows`.
+  std::string pending;
   if (committed_) {
-    if (table.stream.empty()) BIZON_RETURN_IF_ERROR(OpenCommittedStream(table));
-    stream_name = table.stream;
-    options.offsets = true;
-    options.first_offset = table.next_offset;
-  } else {
-    stream_name = BigQueryWriteClient::DefaultStreamName(table.staging);
-  }
-  BIZON_ASSIGN_OR_RETURN(
-      auto stream, writer_->OpenAppendStream(stream_name, table.schema->descriptor(), options));
-  auto appended = stream->Append(serialized);
-  Status status = appended ? stream->Close() : appended.error();
-  if (!status.ok()) {
-    const std::vector<AppendRowError>& refused = stream->row_errors();
-    if (refused.empty())
-      return BigqueryDestinationContext(status, "appending to " + table.staging.ToString());
-    std::vector<std::string> parts;
-    for (const AppendRowError& error : refused) {
-      if (parts.size() == kRowErrorsQuoted) break;
-      std::string id = error.row < rows.size() ? QuoteDestinationId(records.id(rows[error.row]))
-                                               : fmt::format("#{}", error.row);
-      parts.push_back(fmt::format("record {}: {}", id, error.message));
+    // This write's own PENDING stream: its rows stay invisible until the cursor that covers
+    // them is recorded (OnCursorRecorded() commits it). What a run writes after its last
+    // recorded cursor is never committed, whatever order a resumed run fetches it in.
+    auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kPending);
+    if (!created) {
+      return BigqueryDestinationContext(created.error(),
+                                        "creating a write stream on " + table.staging.ToString());
     }
-    std::string more = refused.size() > parts.size()
-                           ? fmt::format(" (and {} more)", refused.size() - parts.size())
-                           : std::string();
-    return BigqueryDestinationError(
-        StatusCode::kInvalidArgument,
-        fmt::format("BigQuery refused rows written to {}, nothing from them on was written: {}{}",
-                    table.staging.ToString(), fmt::join(parts, "; "), more));
+    pending = created->name;
   }
-  if (committed_) table.next_offset = stream->next_offset();
-  if (!appended->oversized_rows.empty()) {
+  BIZON_ASSIGN_OR_RETURN(int64_t sent,
+                         SendRows(table, records, rows, serialized, pending, oversized));
+  if (committed_) {
+    auto held = writer_->FinalizeWriteStream(pending);
+    if (!held)
+      return BigqueryDestinationContext(held.error(), "finalizing write stream " + pending);
+    if (*held != sent) {
+      return BigqueryDestinationError(
+          StatusCode::kDataLoss,
+          fmt::format("Write stream {} holds {} rows where {} were sent; it is not committed",
+                      pending, *held, sent));
+    }
+    table.uncommitted.push_back(std::move(pending));
+  }
+  if (!oversized.empty()) {
     std::vector<std::string> large;
     std::vector<size_t> large_records;
-    for (size_t index : appended->oversized_rows) {
+    for (size_t index : oversized) {
       large.push_back(std::move(json_rows[index]));
       large_records.push_back(rows[index]);
     }
@@ -384,58 +345,95 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
   return Status::Ok();
 }
 
-BigQueryTableRef BigqueryStreamingV2Destination::RegistryRef() const {
-  return {.project = project_, .dataset = dataset_, .table = std::string(kStreamRegistry)};
+Result<int64_t> BigqueryStreamingV2Destination::SendRows(TableState& table,
+                                                         const RecordBatch& records,
+                                                         const std::vector<size_t>& rows,
+                                                         const std::vector<std::string>& serialized,
+                                                         const std::string& pending,
+                                                         std::vector<size_t>& oversized) {
+  AppendStreamOptions options{.max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
+  std::string stream_name;
+  if (!pending.empty()) {
+    stream_name = pending;
+    options.offsets = true;
+  } else {
+    stream_name = BigQueryWriteClient::DefaultStreamName(table.staging);
+  }
+  BIZON_ASSIGN_OR_RETURN(
+      auto stream, writer_->OpenAppendStream(stream_name, table.schema->descriptor(), options));
+  auto appended = stream->Append(serialized);
+  Status status = appended ? stream->Close() : appended.error();
+  if (!status.ok()) {
+    const std::vector<AppendRowError>& refused = stream->row_errors();
+    if (refused.empty())
+      return Fail(BigqueryDestinationContext(status, "appending to " + table.staging.ToString()));
+    std::vector<std::string> parts;
+    for (const AppendRowError& error : refused) {
+      if (parts.size() == kRowErrorsQuoted) break;
+      std::string id = error.row < rows.size() ? QuoteDestinationId(records.id(rows[error.row]))
+                                               : fmt::format("#{}", error.row);
+      parts.push_back(fmt::format("record {}: {}", id, error.message));
+    }
+    std::string more = refused.size() > parts.size()
+                           ? fmt::format(" (and {} more)", refused.size() - parts.size())
+                           : std::string();
+    return Fail(BigqueryDestinationError(
+        StatusCode::kInvalidArgument,
+        fmt::format("BigQuery refused rows written to {}, nothing from them on was written: {}{}",
+                    table.staging.ToString(), fmt::join(parts, "; "), more)));
+  }
+  oversized = appended->oversized_rows;
+  return static_cast<int64_t>(serialized.size() - oversized.size());
 }
 
-Status BigqueryStreamingV2Destination::OpenCommittedStream(TableState& table) {
-  // No recorded cursor names a stream for this table, but a run of this job that died before its
-  // first cursor may have created one and written to it: the registry says which.
-  BigQueryQueryConfig lookup{
-      .query = fmt::format("SELECT stream FROM {} WHERE job_id = @job_id AND table_id = @table_id "
-                           "ORDER BY created_at DESC LIMIT 1",
-                           Quoted(RegistryRef())),
-      .parameters = {BigQueryParameter::String("job_id", sync_.job_id),
-                     BigQueryParameter::String("table_id", table.staging.ToString())}};
-  if (registry_ready_) {
-    auto found = bigquery_->RunQuery({.project = project_,
-                                      .job_id = BigQueryClient::RandomJobId("bizon_lookup"),
-                                      .location = job_location_},
-                                     lookup);
-    if (!found)
-      return BigqueryDestinationContext(found.error(), "looking up the write streams of this job");
-    if (!found->rows.empty() && !found->rows[0].empty() && found->rows[0][0].is_string()) {
-      table.stream = found->rows[0][0].AsString();
-      table.next_offset = 0;
-      spdlog::info(
-          "{} destination: taking up write stream {} of {}, which a run of this job wrote to "
-          "before recording a cursor; appending from offset 0",
-          name_, table.stream, table.staging.ToString());
-      return Status::Ok();
+bool BigqueryStreamingV2Destination::AlreadyCommitted(const Status& refused,
+                                                      const std::string& stream) {
+  // A resumed run commits the streams of its last recorded write again, and that write was
+  // usually committed before the run died. BigQuery answers STREAM_ALREADY_COMMITTED; the
+  // emulator INVALID_STREAM_STATE with "state=COMMITTED" and no commit_time on the stream.
+  const std::string& message = refused.message();
+  if (message.find("(STREAM_ALREADY_COMMITTED)") != std::string::npos ||
+      (message.find("(INVALID_STREAM_STATE)") != std::string::npos &&
+       message.find("state=COMMITTED") != std::string::npos)) {
+    return true;
+  }
+  auto info = writer_->GetWriteStream(stream);
+  return info && info->commit_time_us > 0;
+}
+
+Status BigqueryStreamingV2Destination::OnCursorRecorded(const Value& state) {
+  return CommitStreams(state, /*resuming=*/false);
+}
+
+Status BigqueryStreamingV2Destination::CommitStreams(const Value& state, bool resuming) {
+  if (!committed_) return Status::Ok();
+  const Value* tables = state.Find("tables");
+  if (tables == nullptr || !tables->is_list()) return Status::Ok();
+  for (const Value& entry : tables->AsList()) {
+    const Value* streams = entry.Find("uncommitted");
+    if (streams == nullptr || !streams->is_list()) continue;
+    std::string id = entry.GetString("table");
+    BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(id == default_table_ ? "" : id));
+    for (const Value& stream : streams->AsList()) {
+      std::string name = stream.is_string() ? stream.AsString() : std::string();
+      if (name.empty() || committed_streams_.contains(name)) continue;
+      auto committed = writer_->BatchCommitWriteStreams(table->staging, {name});
+      if (!committed && resuming &&
+          committed.error().message().find("(STREAM_NOT_FOUND)") != std::string::npos) {
+        // BigQuery no longer knows the stream (its metadata expired, or an emulator restarted).
+        // The run that recorded it committed it right after recording, unless it died in
+        // between: then its rows are lost to BigQuery, and nothing here can write them again.
+        spdlog::warn(
+            "{} destination: write stream {} of the resumed job no longer exists; it was "
+            "committed after its cursor was recorded unless the run died in between",
+            name_, name);
+      } else if (!committed && !AlreadyCommitted(committed.error(), name)) {
+        return BigqueryDestinationContext(committed.error(), "committing write stream " + name);
+      }
+      committed_streams_.insert(name);
+      std::erase(table->uncommitted, name);
     }
   }
-  auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kCommitted);
-  if (!created) {
-    return BigqueryDestinationContext(created.error(),
-                                      "creating a write stream on " + table.staging.ToString());
-  }
-  // Registered before anything is appended to it, so that a run dying now finds it again.
-  std::string row =
-      fmt::format(R"({{"job_id":{},"table_id":{},"stream":{},"created_at":{}}})",
-                  Value(sync_.job_id).ToJson(), Value(table.staging.ToString()).ToJson(),
-                  Value(created->name).ToJson(), NowMicros() / 1000000);
-  std::string encoded;
-  ProtoRowEncoder encoder(*registry_schema_);
-  BIZON_RETURN_IF_ERROR(encoder.Encode(row, encoded));
-  BIZON_ASSIGN_OR_RETURN(
-      auto stream, writer_->OpenAppendStream(BigQueryWriteClient::DefaultStreamName(RegistryRef()),
-                                             registry_schema_->descriptor()));
-  auto appended = stream->Append({encoded});
-  Status registered = appended ? stream->Close() : appended.error();
-  if (!registered.ok())
-    return BigqueryDestinationContext(registered, "registering write stream " + created->name);
-  table.stream = created->name;
-  table.next_offset = 0;
   return Status::Ok();
 }
 
@@ -472,8 +470,9 @@ Value BigqueryStreamingV2Destination::CurrentState() const {
   for (const auto& [name, table] : tables_) {
     Value entry(Value::Map{{"table", name}});
     if (committed_) {
-      entry.Set("stream", table.stream);
-      entry.Set("next_offset", table.next_offset);
+      Value::List streams;
+      for (const std::string& stream : table.uncommitted) streams.emplace_back(stream);
+      entry.Set("uncommitted", Value(std::move(streams)));
     }
     tables.push_back(std::move(entry));
   }
@@ -561,22 +560,14 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
 }
 
 Status BigqueryStreamingV2Destination::Finalize() {
-  if (committed_) {
-    // The stream must hold exactly the rows this job counted: a resumed request that started
-    // inside a dead run's rows and reached past them was skipped whole (ALREADY_EXISTS), and its
-    // rows past the dead run's end are missing. Nothing is published then.
-    for (auto& [name, table] : tables_) {
-      if (table.stream.empty()) continue;
-      auto rows = writer_->FinalizeWriteStream(table.stream);
-      if (!rows)
-        return BigqueryDestinationContext(rows.error(), "finalizing write stream " + table.stream);
-      if (*rows != table.next_offset) {
-        return BigqueryDestinationError(
-            StatusCode::kDataLoss,
-            fmt::format("Write stream {} holds {} rows where this job wrote {}: a resumed run "
-                        "did not send its rows as the interrupted one did; nothing is published",
-                        table.stream, *rows, table.next_offset));
-      }
+  for (auto& [name, table] : tables_) {
+    if (!table.uncommitted.empty()) {
+      // The engine records a cursor after every write: a stream still uncommitted here would
+      // mean a write whose rows no cursor covers.
+      return BigqueryDestinationError(
+          StatusCode::kFailedPrecondition,
+          fmt::format("write stream {} of {} was never committed; nothing is published",
+                      table.uncommitted.front(), table.staging.ToString()));
     }
   }
   if (!Staged()) return Status::Ok();

@@ -12,15 +12,13 @@
 // bigquery_tables.h: schema, partitioning, clustering, staging tables owned by the pipeline job),
 // and OnJobSucceeded() drops the staging tables.
 //
-// `write_mode: committed_stream` (the default) is exactly-once: each table gets a COMMITTED write
-// stream, appends carry explicit offsets, and the state returned by Write() (recorded with the
-// destination cursor) holds the stream name and the next offset per table. A resumed run appends
-// from the recorded offset: rows a dead run wrote after its last cursor sit at those offsets, and
-// BigQuery answers ALREADY_EXISTS to them, which is success. Finalize() finalizes each stream and
-// fails (before publishing) when its row count differs from the offsets the job counted, which
-// catches a resumed run that did not cut its requests as the dead one did. A stream is
-// registered in `_bizon_write_streams` before its first append, so that a run of the job that
-// died before its first cursor is taken up too.
+// `write_mode: committed_stream` (the default) is exactly-once: each Write() appends its rows to
+// a PENDING write stream of its own (explicit offsets from 0) and finalizes it; the state it
+// returns, recorded with the destination cursor, names the streams not yet committed, and
+// OnCursorRecorded() commits them once the cursor is recorded. Rows a run wrote after its last
+// recorded cursor stay in streams nobody commits, so a resumed run writes them again whatever
+// order it fetches them in (a kafka source interleaves its partitions differently each run).
+// Open() commits the streams of the resumed state again (an already committed one is success).
 // `write_mode: default_stream` appends to `_default` as the original does: at-least-once (a
 // retried or resumed append may be written twice), no stream to create. See README.md.
 //
@@ -41,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +88,8 @@ class BigqueryStreamingV2Destination final : public Destination {
 
   Status Open(const Value& resume_state) override;
   Result<Value> Write(const RecordBatch& records, int64_t loaded_at_us) override;
+  /// Commits the PENDING streams of the writes `state` covers (idempotent).
+  Status OnCursorRecorded(const Value& state) override;
   Status Finalize() override;
   Status OnJobSucceeded() override;
 
@@ -100,9 +101,9 @@ class BigqueryStreamingV2Destination final : public Destination {
     std::vector<std::string> clustering;
     std::optional<ProtoRowSchema> schema;
     bool prepared = false;
-    /// committed_stream: the table's write stream and the offset its next row takes.
-    std::string stream;
-    int64_t next_offset = 0;
+    /// committed_stream: the PENDING streams written and finalized but not yet committed (the
+    /// writes since the last recorded cursor), oldest first.
+    std::vector<std::string> uncommitted;
   };
 
   BigqueryStreamingV2Destination(const DestinationContext& context, BigqueryStreamingFlavor flavor);
@@ -113,10 +114,18 @@ class BigqueryStreamingV2Destination final : public Destination {
   Status Prepare(TableState& table);
   Status AppendRows(TableState& table, const RecordBatch& records, const std::vector<size_t>& rows,
                     int64_t loaded_at_us);
-  /// Takes up the committed stream a run of this job registered for `table`, or creates and
-  /// registers one.
-  Status OpenCommittedStream(TableState& table);
-  BigQueryTableRef RegistryRef() const;
+  /// Appends `serialized` (rows `rows` of `records`) to the PENDING stream `pending` from offset
+  /// 0, or to the table's default stream when `pending` is empty; sets `oversized` to the indices
+  /// of rows too large to send. Returns how many rows were sent.
+  Result<int64_t> SendRows(TableState& table, const RecordBatch& records,
+                           const std::vector<size_t>& rows,
+                           const std::vector<std::string>& serialized, const std::string& pending,
+                           std::vector<size_t>& oversized);
+  /// Commits the streams `state` names that this instance has not committed; `resuming`: the
+  /// state of a dead run, whose streams BigQuery may have forgotten since.
+  Status CommitStreams(const Value& state, bool resuming);
+  /// Whether BatchCommitWriteStreams refused `stream` because it is committed already.
+  bool AlreadyCommitted(const Status& refused, const std::string& stream);
   Status LoadLargeRows(TableState& table, const std::string& job_id,
                        const std::vector<std::string>& json_rows);
   Result<BigQueryJob> RunStatement(const std::string& job_id, const std::string& sql);
@@ -146,10 +155,8 @@ class BigqueryStreamingV2Destination final : public Destination {
   std::string job_location_;
   std::string default_table_;
   std::map<std::string, TableState, std::less<>> tables_;
-  /// committed_stream: the registry's row message, and whether the table existed at Open() (a
-  /// fresh one holds no stream of this job).
-  std::optional<ProtoRowSchema> registry_schema_;
-  bool registry_ready_ = false;
+  /// Streams committed by this instance, so that a repeated OnCursorRecorded() sends nothing.
+  std::set<std::string, std::less<>> committed_streams_;
   int64_t writes_ = 0;
 };
 

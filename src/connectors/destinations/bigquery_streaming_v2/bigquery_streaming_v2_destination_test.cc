@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -153,8 +154,10 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
     if (dead == nullptr || !dead->Open(Value()).ok()) return Value();
     auto first = dead->Write(Records(0, 3), kLoadedAt);
     EXPECT_TRUE(first) << first.error().ToString();
+    if (!first) return Value();
+    EXPECT_TRUE(dead->OnCursorRecorded(*first).ok());  // As the engine does once it is recorded.
     EXPECT_TRUE(dead->Write(Records(3, 2), kLoadedAt));
-    return first ? *first : Value();
+    return *first;
   }
 
   FakeProcess rest_{"fake_bigquery.py"};
@@ -168,48 +171,67 @@ const Value& OnlyTable(const Value& state) {
   return tables->AsList()[0];
 }
 
-TEST_F(BigqueryStreamingV2FakeTest, RawRowsGoThroughACommittedStreamWithOffsets) {
+/// The streams the state's only table has not committed yet.
+std::vector<std::string> Uncommitted(const Value& state) {
+  std::vector<std::string> out;
+  const Value* streams = OnlyTable(state).Find("uncommitted");
+  if (streams == nullptr || !streams->is_list()) return out;
+  for (const Value& stream : streams->AsList()) out.push_back(stream.AsString());
+  return out;
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> rows) {
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+constexpr std::string_view kRawTable = "projects/p/datasets/d/tables/_bizon_src_items";
+constexpr std::string_view kEventsIncremental = "projects/p/datasets/d/tables/events_incremental";
+
+TEST_F(BigqueryStreamingV2FakeTest, EachWriteIsAPendingStreamCommittedOnceItsCursorIsRecorded) {
   auto destination = Make(SyncMode::kStream, Value(Value::Map{{"bq_max_rows_per_request", 2}}));
   ASSERT_NE(destination, nullptr);
   ASSERT_TRUE(destination->Open(Value()).ok());
   auto first = destination->Write(Records(0, 3), kLoadedAt);
   ASSERT_TRUE(first) << first.error().ToString();
-  const Value& table = OnlyTable(*first);
-  std::string stream = table.GetString("stream");
-  EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/_bizon_src_items/streams/"))
-      << stream;
-  EXPECT_EQ(table.GetInteger("next_offset"), 3);
+  std::vector<std::string> streams = Uncommitted(*first);
+  ASSERT_EQ(streams.size(), 1u);
+  EXPECT_TRUE(streams[0].starts_with(std::string(kRawTable) + "/streams/")) << streams[0];
+  EXPECT_EQ(write_->Rows(streams[0]).size(), 3u);
+  EXPECT_EQ(write_->VisibleRows(std::string(kRawTable)).size(), 0u);  // Not recorded yet.
+  ASSERT_TRUE(destination->OnCursorRecorded(*first).ok());
+  EXPECT_EQ(write_->VisibleRows(std::string(kRawTable)).size(), 3u);
+  ASSERT_TRUE(destination->OnCursorRecorded(*first).ok());  // Again: nothing more.
+  EXPECT_EQ(write_->VisibleRows(std::string(kRawTable)).size(), 3u);
+
   auto second = destination->Write(Records(3, 2), kLoadedAt);
   ASSERT_TRUE(second) << second.error().ToString();
-  EXPECT_EQ(OnlyTable(*second).GetInteger("next_offset"), 5);
-  EXPECT_EQ(OnlyTable(*second).GetString("stream"), stream);
-  EXPECT_EQ(write_->Rows(stream).size(), 5u);
-  // The stream's registration (_bizon_write_streams), then 2 + 1 and 2 rows:
-  // bq_max_rows_per_request.
-  EXPECT_EQ(write_->append_requests(), 4);
-  EXPECT_EQ(
-      write_->Rows("projects/p/datasets/d/tables/_bizon_write_streams/streams/_default").size(),
-      1u);
+  ASSERT_EQ(Uncommitted(*second).size(), 1u);
+  EXPECT_NE(Uncommitted(*second)[0], streams[0]);  // A stream of its own.
+  ASSERT_TRUE(destination->OnCursorRecorded(*second).ok());
+  EXPECT_EQ(write_->VisibleRows(std::string(kRawTable)).size(), 5u);
+  // 2 + 1 and 2 rows: bq_max_rows_per_request.
+  EXPECT_EQ(write_->append_requests(), 3);
   ASSERT_TRUE(destination->Finalize().ok());
   EXPECT_EQ(Statements(), std::vector<std::string>{});  // Stream mode publishes nothing.
 }
 
-TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) {
+// The dead run wrote rows 3-4 after its last recorded cursor (rows 0-2): never committed. The
+// resumed run fetches them again, cut and ordered otherwise (a kafka source interleaves its
+// partitions differently from run to run), and each row is visible once.
+TEST_F(BigqueryStreamingV2FakeTest, RowsWrittenAfterTheLastCursorAreWrittenOnceHoweverRefetched) {
   Value recorded = DeadRunState(SyncMode::kIncremental);
-  std::string stream = OnlyTable(recorded).GetString("stream");
-  EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/events_incremental/streams/"));
-  EXPECT_EQ(OnlyTable(recorded).GetInteger("next_offset"), 3);
+  EXPECT_EQ(write_->VisibleRows(std::string(kEventsIncremental)), Encoded(Records(0, 3)));
   auto resumed = Make(SyncMode::kIncremental, UnnestConfig());
   ASSERT_NE(resumed, nullptr);
-  ASSERT_TRUE(resumed->Open(recorded).ok());
-  auto again = resumed->Write(Records(3, 2), kLoadedAt);  // Offset 3 again: ALREADY_EXISTS.
-  ASSERT_TRUE(again) << again.error().ToString();
-  EXPECT_EQ(OnlyTable(*again).GetString("stream"), stream);
-  EXPECT_EQ(OnlyTable(*again).GetInteger("next_offset"), 5);
-  auto next = resumed->Write(Records(5, 1), kLoadedAt);
-  ASSERT_TRUE(next) << next.error().ToString();
-  EXPECT_EQ(OnlyTable(*next).GetInteger("next_offset"), 6);
-  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 6)));  // Each row once.
+  ASSERT_TRUE(resumed->Open(recorded).ok());  // Commits the recorded stream again: done before.
+  for (const RecordBatch& batch : {Records(4, 2), Records(3, 1)}) {
+    auto written = resumed->Write(batch, kLoadedAt);
+    ASSERT_TRUE(written) << written.error().ToString();
+    ASSERT_TRUE(resumed->OnCursorRecorded(*written).ok());
+  }
+  EXPECT_EQ(Sorted(write_->VisibleRows(std::string(kEventsIncremental))),
+            Sorted(Encoded(Records(0, 6))));
 
   ASSERT_TRUE(resumed->Finalize().ok());
   std::vector<std::string> statements = Statements();
@@ -220,51 +242,37 @@ TEST_F(BigqueryStreamingV2FakeTest, ResumedRunAppendsFromTheRecordedOffsetOnce) 
   ASSERT_TRUE(resumed->OnJobSucceeded().ok());
 }
 
-// A run that dies before its first cursor is recorded leaves no state: the next run of the job
-// finds the stream it created in _bizon_write_streams and appends from offset 0 again.
-TEST_F(BigqueryStreamingV2FakeTest, RunDyingBeforeItsFirstCursorIsTakenUpFromTheRegistry) {
-  std::string stream;
+// A run that dies before its first cursor is recorded leaves nothing visible; the next run of
+// the job writes everything once.
+TEST_F(BigqueryStreamingV2FakeTest, RunDyingBeforeItsFirstCursorLeavesNothingVisible) {
   {
     auto dead = Make(SyncMode::kStream, UnnestConfig());
     ASSERT_NE(dead, nullptr);
     ASSERT_TRUE(dead->Open(Value()).ok());
     auto written = dead->Write(Records(0, 3), kLoadedAt);  // Its cursor is never recorded.
     ASSERT_TRUE(written) << written.error().ToString();
-    stream = OnlyTable(*written).GetString("stream");
   }
-  // What the registry answers (the REST fake runs no SQL).
-  Value plan(Value::Map{
-      {"query",
-       "SELECT stream FROM `p.d._bizon_write_streams` WHERE job_id = @job_id AND table_id = "
-       "@table_id ORDER BY created_at DESC LIMIT 1"},
-      {"schema", Value(Value::List{Value(Value::Map{{"name", "stream"}, {"type", "STRING"}})})},
-      {"rows", Value(Value::List{Value(Value::List{Value(stream)})})}});
-  rest_.Control("plan", plan.ToJson());
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"), std::vector<std::string>{});
   auto resumed = Make(SyncMode::kStream, UnnestConfig());
   ASSERT_NE(resumed, nullptr);
   ASSERT_TRUE(resumed->Open(Value()).ok());
-  auto again = resumed->Write(Records(0, 3), kLoadedAt);  // Offset 0 again: ALREADY_EXISTS.
+  auto again = resumed->Write(Records(0, 4), kLoadedAt);
   ASSERT_TRUE(again) << again.error().ToString();
-  EXPECT_EQ(OnlyTable(*again).GetString("stream"), stream);
-  auto next = resumed->Write(Records(3, 1), kLoadedAt);
-  ASSERT_TRUE(next) << next.error().ToString();
-  EXPECT_EQ(OnlyTable(*next).GetInteger("next_offset"), 4);
-  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 4)));  // Each row once.
+  ASSERT_TRUE(resumed->OnCursorRecorded(*again).ok());
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"), Encoded(Records(0, 4)));
 }
 
-// A resumed flush cut elsewhere: its request starts at the dead run's offset 3 and reaches past
-// the dead run's end, so it is skipped whole. Finalize() finds the stream short and publishes
-// nothing.
-TEST_F(BigqueryStreamingV2FakeTest, ResumedFlushCutElsewhereFailsBeforePublishing) {
-  Value recorded = DeadRunState(SyncMode::kFullRefresh);
-  auto resumed = Make(SyncMode::kFullRefresh, UnnestConfig());
-  ASSERT_NE(resumed, nullptr);
-  ASSERT_TRUE(resumed->Open(recorded).ok());
-  ASSERT_TRUE(resumed->Write(Records(3, 3), kLoadedAt));  // Rows 3-5 at offset 3: skipped.
-  Status finalized = resumed->Finalize();
+// Finalize() publishes only what recorded cursors cover: a write whose stream was never
+// committed stops it.
+TEST_F(BigqueryStreamingV2FakeTest, FinalizeRefusesAWriteNoCursorCovers) {
+  auto destination = Make(SyncMode::kFullRefresh, UnnestConfig());
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  ASSERT_TRUE(destination->Write(Records(0, 2), kLoadedAt));
+  Status finalized = destination->Finalize();
   ASSERT_FALSE(finalized.ok());
-  EXPECT_EQ(finalized.code(), StatusCode::kDataLoss);
-  EXPECT_NE(finalized.message().find("holds 5 rows where this job wrote 6"), std::string::npos)
+  EXPECT_NE(finalized.message().find("was never committed; nothing is published"),
+            std::string::npos)
       << finalized.message();
   EXPECT_EQ(Statements(), std::vector<std::string>{});
 }
@@ -277,7 +285,7 @@ TEST_F(BigqueryStreamingV2FakeTest, RefusedRowFailsTheWriteNamingRecordColumnAnd
   ASSERT_TRUE(destination->Open(Value()).ok());
   auto first = destination->Write(Records(0, 2), kLoadedAt);
   ASSERT_TRUE(first) << first.error().ToString();
-  std::string stream = OnlyTable(*first).GetString("stream");
+  ASSERT_TRUE(destination->OnCursorRecorded(*first).ok());
   // BigQuery's documented shape: RowError{index, code FIELDS_ERROR, message naming the field}.
   write_->Script({{.kind = Fault::Kind::kRowErrors,
                    .row_errors = {{1,
@@ -292,8 +300,8 @@ TEST_F(BigqueryStreamingV2FakeTest, RefusedRowFailsTheWriteNamingRecordColumnAnd
             std::string::npos)
       << error.message();
   EXPECT_NE(error.message().find("p.d.events"), std::string::npos) << error.message();
-  // Neither the refused request nor the one after it was written.
-  EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 2)));
+  // Neither the refused request nor the one after it is visible.
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"), Encoded(Records(0, 2)));
 }
 
 TEST_F(BigqueryStreamingV2FakeTest, OversizedRowIsLoadedByAJobWithItsData) {
@@ -304,8 +312,8 @@ TEST_F(BigqueryStreamingV2FakeTest, OversizedRowIsLoadedByAJobWithItsData) {
   records.Add("big", R"({"id":99,"name":")" + std::string(1000, 'x') + R"("})", kLoadedAt);
   auto written = destination->Write(records, kLoadedAt);
   ASSERT_TRUE(written) << written.error().ToString();
-  EXPECT_EQ(OnlyTable(*written).GetInteger("next_offset"), 2);  // The large row takes none.
-  EXPECT_EQ(write_->Rows(OnlyTable(*written).GetString("stream")).size(), 2u);
+  ASSERT_EQ(Uncommitted(*written).size(), 1u);
+  EXPECT_EQ(write_->Rows(Uncommitted(*written)[0]).size(), 2u);  // Not the large row.
   Value report = rest_.Report();
   const Value* uploads = report.Find("uploads");
   ASSERT_NE(uploads, nullptr);
@@ -352,20 +360,18 @@ TEST_F(BigqueryStreamingV2FakeTest, LegacyFlavorAppendsEverySyncModeToTheFinalTa
     ASSERT_TRUE(destination->Open(Value()).ok());
     auto written = destination->Write(Records(0, 3), kLoadedAt);
     ASSERT_TRUE(written) << written.error().ToString();
-    std::string stream = OnlyTable(*written).GetString("stream");
+    ASSERT_EQ(Uncommitted(*written).size(), 1u);
+    std::string stream = Uncommitted(*written)[0];
     EXPECT_TRUE(stream.starts_with("projects/p/datasets/d/tables/events/streams/")) << stream;
     EXPECT_EQ(write_->Rows(stream), Encoded(Records(0, 3)));
+    ASSERT_TRUE(destination->OnCursorRecorded(*written).ok());
     ASSERT_TRUE(destination->Finalize().ok());
     ASSERT_TRUE(destination->OnJobSucceeded().ok());
   }
-  // Nothing published by SQL: the only queries look up the write-stream registry.
-  for (const std::string& statement : Statements()) {
-    EXPECT_TRUE(statement.starts_with("SELECT stream FROM `p.d._bizon_write_streams`"))
-        << statement;
-  }
-  for (const std::string& table : CreatedTables()) {
-    EXPECT_TRUE(table == "events" || table == "_bizon_write_streams") << table;
-  }
+  EXPECT_EQ(Statements(), std::vector<std::string>{});             // Nothing published by SQL.
+  EXPECT_EQ(CreatedTables(), std::vector<std::string>{"events"});  // No staging table.
+  // Both jobs' rows: a full refresh appends, as the original's does.
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events").size(), 6u);
 }
 
 // ---- the emulator (scripts/test-servers.sh start bigquery) -------------------------------
@@ -429,8 +435,10 @@ TEST_F(BigqueryStreamingV2EmulatorTest, RawFullRefreshPublishesTheStagingTable) 
   ASSERT_TRUE(opened.ok()) << opened.ToString();
   auto first = destination->Write(Records(0, 3), kLoadedAt);
   ASSERT_TRUE(first) << first.error().ToString();
+  ASSERT_TRUE(destination->OnCursorRecorded(*first).ok());
   auto second = destination->Write(Records(3, 2), kLoadedAt);
   ASSERT_TRUE(second) << second.error().ToString();
+  ASSERT_TRUE(destination->OnCursorRecorded(*second).ok());
   Status finalized = destination->Finalize();
   ASSERT_TRUE(finalized.ok()) << finalized.ToString();
   ASSERT_TRUE(destination->OnJobSucceeded().ok());
@@ -461,6 +469,8 @@ TEST_F(BigqueryStreamingV2EmulatorTest, UnnestIncrementalResumesAndAppendsOnce) 
     ASSERT_TRUE(opened.ok()) << opened.ToString();
     auto first = dead->Write(Records(0, 3), kLoadedAt);
     ASSERT_TRUE(first) << first.error().ToString();
+    Status committed = dead->OnCursorRecorded(*first);
+    ASSERT_TRUE(committed.ok()) << committed.ToString();
     recorded = *first;
     ASSERT_TRUE(dead->Write(Records(3, 2), kLoadedAt));  // Never recorded.
   }
@@ -470,6 +480,8 @@ TEST_F(BigqueryStreamingV2EmulatorTest, UnnestIncrementalResumesAndAppendsOnce) 
   ASSERT_TRUE(opened.ok()) << opened.ToString();
   auto again = resumed->Write(Records(3, 2), kLoadedAt);
   ASSERT_TRUE(again) << again.error().ToString();
+  Status committed = resumed->OnCursorRecorded(*again);
+  ASSERT_TRUE(committed.ok()) << committed.ToString();
   Status finalized = resumed->Finalize();
   ASSERT_TRUE(finalized.ok()) << finalized.ToString();
   ASSERT_TRUE(resumed->OnJobSucceeded().ok());
@@ -489,6 +501,7 @@ TEST_F(BigqueryStreamingV2EmulatorTest, LegacyFullRefreshAppendsToTheFinalTableA
     ASSERT_TRUE(opened.ok()) << opened.ToString();
     auto written = destination->Write(Records(run * 3, 3), kLoadedAt);
     ASSERT_TRUE(written) << written.error().ToString();
+    ASSERT_TRUE(destination->OnCursorRecorded(*written).ok());
     Status finalized = destination->Finalize();
     ASSERT_TRUE(finalized.ok()) << finalized.ToString();
     ASSERT_TRUE(destination->OnJobSucceeded().ok());
