@@ -66,6 +66,8 @@ BASE_N = 120_000
 # The memory case's first N at --scale 1; it then runs 10x and 100x that.
 MEMORY_BASE_N = 10_000
 KAFKA_N = 1_000_000
+# The bigquery-streaming case: kafka records into the BigQuery emulator's Storage Write API.
+BQ_STREAMING_N = 200_000
 POSTGRES_N = 300_000
 # The members case: N messages in a topic of MEMBERS_PARTITIONS partitions, read by 1, then 2
 # processes of one stream pipeline.
@@ -74,7 +76,7 @@ MEMBERS_PARTITIONS = 6
 PROBE_N = 100
 
 ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "postgres", "members",
-             "memory", "bigquery"]
+             "memory", "bigquery", "bigquery-streaming"]
 
 TRANSFORM_PYTHON = """\
 data["name"] = data["name"].upper()
@@ -952,6 +954,58 @@ destination:
                     same_yaml=True, tiers=[Tier(n, side(1), None, others=(side(2),))],
                     setup=lambda: topic(n), warmup=lambda: topic(PROBE_N), ratios=MEMBER_RATIOS)
 
+    def plan_bigquery_streaming(self) -> Plan | Pending:
+        if why := self.kafka_pending():
+            return Pending(why)
+        missing = [name for name in BQ_STREAMING_ENV if not os.environ.get(name)]
+        if missing:
+            return Pending("needs the BigQuery emulator: set " + ", ".join(missing)
+                           + " (scripts/test-servers.sh start bigquery prints them)")
+        broker = os.environ["BIZON_BENCH_KAFKA"]
+        emulators = BigQueryEmulators.from_env()
+        holder: dict[str, str] = {}
+        runs = iter(range(1_000_000))
+
+        def yaml(count: int) -> str:
+            # A table and a consumer group per run: the check counts this run's rows only.
+            run = next(runs)
+            holder["table"] = f"kafka_{count}_{os.getpid()}_{run}"
+            source = kafka_source_yaml(broker, holder["topic"], f"bizon-bench-bq-{run}",
+                                       destination_id=holder["table"])
+            return (f"name: bench-kafka-bigquery\n{source}destination:\n"
+                    "  name: bigquery_streaming_v2\n  config:\n"
+                    f"    project_id: {emulators.project}\n"
+                    f"    dataset_id: {holder['dataset']}\n"
+                    "    time_partitioning: null\n")
+
+        def verify(_: Path, inv: Invocation) -> Optional[str]:
+            return emulators.check_kafka_table(holder["dataset"], holder["table"], inv.n)
+
+        @contextlib.contextmanager
+        def setup(count: int) -> Iterator[None]:
+            holder["dataset"] = f"bizon_bench_bqs_{os.getpid()}"
+            emulators.create_dataset(holder["dataset"])
+            holder["topic"] = kafka_setup(broker, count)
+            yield
+
+        def tier(count: int) -> Tier:
+            ours = Invocation("ours", [self.ours, "run", "{config}"], yaml, count,
+                              lambda *_: None, verify=verify,
+                              around=lambda: emulators.cpu(holder["dataset"], holder["table"]))
+            return Tier(count, ours, None)
+
+        n = self.scaled(BQ_STREAMING_N)
+        return Plan(label=f"our kafka source (full refresh, {n:,} JSON records of ~300 B in a "
+                          f"one-partition topic on {broker}) into the BigQuery emulator through "
+                          "bigquery_streaming_v2 (defaults: a PENDING write stream per flush, "
+                          "committed once its cursor is recorded, then the staging table published "
+                          "by CREATE OR REPLACE TABLE ... AS SELECT); a new table per run, checked "
+                          "by a COUNT/COUNT DISTINCT query. No original side: the original's "
+                          "Storage Write client cannot be pointed at an emulator. The emulator's "
+                          "own CPU time is in results.json (emulator_cpu_s)",
+                    same_yaml=True, tiers=[tier(n)], setup=lambda: setup(n),
+                    warmup=lambda: setup(PROBE_N))
+
     def plan_bigquery(self) -> Plan | Pending:
         missing = [name for name in BIGQUERY_ENV if not os.environ.get(name)]
         if missing:
@@ -1029,6 +1083,8 @@ def table_counts_error(table: str, n: int, total: Optional[int], distinct: Optio
 
 BIGQUERY_ENV = ("BIGQUERY_EMULATOR_HOST", "STORAGE_EMULATOR_HOST", "BIZON_GCS_BUCKET",
                 "BIZON_BIGQUERY_PROJECT")
+BQ_STREAMING_ENV = ("BIGQUERY_EMULATOR_HOST", "BIGQUERY_STORAGE_EMULATOR_HOST",
+                    "BIZON_BIGQUERY_PROJECT")
 
 
 def process_cpu_s(pid: int) -> float:
@@ -1057,9 +1113,12 @@ class BigQueryEmulators:
     def from_env() -> "BigQueryEmulators":
         def url(host: str) -> str:
             return host.rstrip("/") if "://" in host else f"http://{host.rstrip('/')}"
+        # The bigquery-streaming case needs no GCS: its storage_url and bucket stay empty.
+        storage = os.environ.get("STORAGE_EMULATOR_HOST", "")
         return BigQueryEmulators(url(os.environ["BIGQUERY_EMULATOR_HOST"]),
-                                 url(os.environ["STORAGE_EMULATOR_HOST"]),
-                                 os.environ["BIZON_BIGQUERY_PROJECT"], os.environ["BIZON_GCS_BUCKET"])
+                                 url(storage) if storage else "",
+                                 os.environ["BIZON_BIGQUERY_PROJECT"],
+                                 os.environ.get("BIZON_GCS_BUCKET", ""))
 
     def call(self, method: str, path: str, body: Optional[dict] = None) -> dict:
         import urllib.error
@@ -1098,6 +1157,25 @@ class BigQueryEmulators:
         self.call("DELETE", f"datasets/{dataset}/tables/{table}")  # Keeps the emulator small.
         return None
 
+    def check_kafka_table(self, dataset: str, table: str, n: int) -> Optional[str]:
+        """N rows of the bench topic's records (one partition): N distinct offsets 0..N-1, and
+        the value's id equal to its offset in every row."""
+        answer = self.call("POST", "queries", {"useLegacySql": False, "timeoutMs": 600000, "query": (
+            "SELECT COUNT(*), COUNT(DISTINCT _source_record_id), "
+            "MIN(CAST(JSON_VALUE(_source_data, '$.offset') AS INT64)), "
+            "MAX(CAST(JSON_VALUE(_source_data, '$.offset') AS INT64)), "
+            "COUNTIF(JSON_VALUE(_source_data, '$.value.id') = JSON_VALUE(_source_data, '$.offset')) "
+            f"FROM `{self.project}.{dataset}.{table}`")})
+        if "error" in answer or not answer.get("rows"):
+            return f"bigquery emulator: cannot count {dataset}.{table}: {str(answer)[:300]}"
+        total, distinct, low, high, matching = (
+            int(cell["v"]) if cell["v"] is not None else None for cell in answer["rows"][0]["f"])
+        if (total, distinct, low, high, matching) != (n, n, 0, n - 1, n):
+            return (f"{dataset}.{table}: {total} rows, {distinct} distinct ids, offsets "
+                    f"{low}..{high}, {matching} with value.id = offset; expected {n}, 0..{n - 1}")
+        self.call("DELETE", f"datasets/{dataset}/tables/{table}")  # Keeps the emulator small.
+        return None
+
     def job_seconds(self, dataset: str, table: str) -> tuple[int, float]:
         """The jobs whose destination is `table` or `table`_temp (loads, copies, queries), and
         the sum of their durations (creation to end, from the jobs API), newest 1,000 jobs."""
@@ -1119,7 +1197,8 @@ class BigQueryEmulators:
     def cpu(self, dataset: Optional[str] = None, table: Optional[str] = None) -> Iterator[dict]:
         """Yields a dict that holds, at exit, the CPU seconds each emulator process used, and
         (with a table) the count and total duration of the jobs that wrote it."""
-        pids = {"bigquery": listening_pid(self.bigquery_url), "gcs": listening_pid(self.storage_url)}
+        pids = {"bigquery": listening_pid(self.bigquery_url),
+                "gcs": listening_pid(self.storage_url) if self.storage_url else None}
         before = {name: process_cpu_s(pid) for name, pid in pids.items() if pid}
         measured: dict = {}
         yield measured
