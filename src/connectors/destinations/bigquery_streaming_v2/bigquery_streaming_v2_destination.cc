@@ -6,10 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "bizon/clock.h"
 #include "bizon/config_spec.h"
+#include "common/parallel.h"
 #include "connectors/destinations/bigquery/bigquery_destination.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/destination_record.h"
@@ -44,9 +46,10 @@ FieldSpec BigqueryWriteModeField() {
   return {.name = "write_mode",
           .type = FieldType::kEnum,
           .description =
-              "committed_stream: each table gets a COMMITTED write stream and appends carry "
-              "offsets recorded with the destination cursor, so a resumed run writes every row "
-              "once. default_stream: append to the table's _default stream as the original does "
+              "committed_stream: each write appends to PENDING write streams that are committed "
+              "once the destination cursor covering them is recorded, so a resumed run writes "
+              "every row once. default_stream: append to the table's _default stream as the "
+              "original does "
               "(at-least-once: a retried or resumed append can be written twice).",
           .nullable = false,
           .default_value = std::string(kCommittedStream),
@@ -139,6 +142,10 @@ Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Desti
   d.max_rows_per_request_ =
       std::clamp<int64_t>(config.GetInteger("bq_max_rows_per_request", 5000), 1, 10000);
   d.table_prefix_ = config.GetString("table_prefix", "_bizon_");
+  d.max_threads_ = std::max<int64_t>(1, config.GetInteger("max_concurrent_threads", 10));
+  d.min_bytes_per_stream_ = d.connection_.min_bytes_per_stream > 0
+                                ? d.connection_.min_bytes_per_stream
+                                : kMinBytesPerParallelStream;
   if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
     d.service_account_key_ = auth->GetString("service_account_key");
   }
@@ -283,15 +290,39 @@ Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
   return Status::Ok();
 }
 
-Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const RecordBatch& records,
-                                                  const std::vector<size_t>& rows,
-                                                  int64_t loaded_at_us) {
+std::vector<BigqueryStreamingV2Destination::WritePart> BigqueryStreamingV2Destination::SplitRows(
+    TableState& table, const RecordBatch& records, const std::vector<size_t>& rows) const {
+  // A committed-stream write spreads a table's rows over up to max_concurrent_threads PENDING
+  // streams, encoded and appended in parallel and committed together, once each gets at least
+  // min_bytes_per_stream: stream creation is rationed per project, so small writes keep one. The
+  // default stream keeps its one long-lived connection per table, so that a refused row stays
+  // the last one written.
+  size_t parts = 1;
+  if (committed_) {
+    size_t bytes = 0;
+    for (size_t row : rows) bytes += records.payload(row).size() + records.id(row).size();
+    parts = std::clamp<size_t>(bytes / min_bytes_per_stream_, 1,
+                               std::min<size_t>(static_cast<size_t>(max_threads_), rows.size()));
+  }
+  std::vector<WritePart> out(parts);
+  for (size_t i = 0; i < parts; ++i) {
+    out[i].table = &table;
+    auto from = static_cast<std::ptrdiff_t>(rows.size() * i / parts);
+    auto to = static_cast<std::ptrdiff_t>(rows.size() * (i + 1) / parts);
+    out[i].rows.assign(rows.begin() + from, rows.begin() + to);
+  }
+  return out;
+}
+
+Status BigqueryStreamingV2Destination::WriteRows(WritePart& part, const RecordBatch& records,
+                                                 int64_t loaded_at_us) {
+  TableState& table = *part.table;
   ProtoRowEncoder encoder(*table.schema);
   std::vector<std::string> json_rows;
   std::vector<std::string> serialized;
-  json_rows.reserve(rows.size());
-  serialized.reserve(rows.size());
-  for (size_t row : rows) {
+  json_rows.reserve(part.rows.size());
+  serialized.reserve(part.rows.size());
+  for (size_t row : part.rows) {
     json_rows.push_back(unnest_ ? std::string(records.payload(row))
                                 : RawRow(records, row, loaded_at_us));
     std::string encoded;
@@ -303,10 +334,9 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
     }
     serialized.push_back(std::move(encoded));
   }
-  std::vector<size_t> oversized;  // Indices into `rows`.
-  std::string pending;
+  std::vector<size_t> oversized;  // Indices into part.rows.
   if (committed_) {
-    // This write's own PENDING stream: its rows stay invisible until the cursor that covers
+    // This part's own PENDING stream: its rows stay invisible until the cursor that covers
     // them is recorded (OnCursorRecorded() commits it). What a run writes after its last
     // recorded cursor is never committed, whatever order a resumed run fetches it in.
     auto created = writer_->CreateWriteStream(table.staging, WriteStreamType::kPending);
@@ -314,57 +344,56 @@ Status BigqueryStreamingV2Destination::AppendRows(TableState& table, const Recor
       return BigqueryDestinationContext(created.error(),
                                         "creating a write stream on " + table.staging.ToString());
     }
-    pending = created->name;
-  }
-  BIZON_ASSIGN_OR_RETURN(int64_t sent,
-                         SendRows(table, records, rows, serialized, pending, oversized));
-  if (committed_) {
-    auto held = writer_->FinalizeWriteStream(pending);
+    AppendStreamOptions options{.offsets = true,
+                                .max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
+    BIZON_ASSIGN_OR_RETURN(
+        auto stream, writer_->OpenAppendStream(created->name, table.schema->descriptor(), options));
+    BIZON_ASSIGN_OR_RETURN(int64_t sent,
+                           SendRows(*stream, table, records, part.rows, serialized, oversized));
+    BIZON_RETURN_IF_ERROR(stream->Close());
+    auto held = writer_->FinalizeWriteStream(created->name);
     if (!held)
-      return BigqueryDestinationContext(held.error(), "finalizing write stream " + pending);
+      return BigqueryDestinationContext(held.error(), "finalizing write stream " + created->name);
     if (*held != sent) {
       return BigqueryDestinationError(
           StatusCode::kDataLoss,
           fmt::format("Write stream {} holds {} rows where {} were sent; it is not committed",
-                      pending, *held, sent));
+                      created->name, *held, sent));
     }
-    table.uncommitted.push_back(std::move(pending));
+    part.stream = created->name;
+  } else {
+    if (!table.default_append) {
+      AppendStreamOptions options{.max_rows_per_request =
+                                      static_cast<size_t>(max_rows_per_request_)};
+      BIZON_ASSIGN_OR_RETURN(
+          table.default_append,
+          writer_->OpenAppendStream(BigQueryWriteClient::DefaultStreamName(table.staging),
+                                    table.schema->descriptor(), options));
+    }
+    auto sent = SendRows(*table.default_append, table, records, part.rows, serialized, oversized);
+    // A failed connection is not used again: the next write opens another.
+    if (!sent) table.default_append.reset();
+    if (!sent) return sent.error();
   }
-  if (!oversized.empty()) {
-    std::vector<std::string> large;
-    std::vector<size_t> large_records;
-    for (size_t index : oversized) {
-      large.push_back(std::move(json_rows[index]));
-      large_records.push_back(rows[index]);
-    }
-    // The id of this write's load of these rows: a resumed run loading them again finds it done.
-    std::string job_id =
-        BigqueryLoadJobId(sync_.job_id, table.staging.ToString(), writes_, records, large_records);
-    BIZON_RETURN_IF_ERROR(LoadLargeRows(table, job_id, large));
+  for (size_t index : oversized) {
+    part.large_json.push_back(std::move(json_rows[index]));
+    part.large_records.push_back(part.rows[index]);
   }
   return Status::Ok();
 }
 
-Result<int64_t> BigqueryStreamingV2Destination::SendRows(TableState& table,
+Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream,
+                                                         const TableState& table,
                                                          const RecordBatch& records,
                                                          const std::vector<size_t>& rows,
                                                          const std::vector<std::string>& serialized,
-                                                         const std::string& pending,
-                                                         std::vector<size_t>& oversized) {
-  AppendStreamOptions options{.max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
-  std::string stream_name;
-  if (!pending.empty()) {
-    stream_name = pending;
-    options.offsets = true;
-  } else {
-    stream_name = BigQueryWriteClient::DefaultStreamName(table.staging);
-  }
-  BIZON_ASSIGN_OR_RETURN(
-      auto stream, writer_->OpenAppendStream(stream_name, table.schema->descriptor(), options));
-  auto appended = stream->Append(serialized);
-  Status status = appended ? stream->Close() : appended.error();
+                                                         std::vector<size_t>& oversized) const {
+  auto appended = stream.Append(serialized);
+  // Every request acknowledged: on a committed stream before it is finalized, on the default
+  // stream before Write() returns the state the cursor records.
+  Status status = appended ? stream.Flush() : appended.error();
   if (!status.ok()) {
-    const std::vector<AppendRowError>& refused = stream->row_errors();
+    const std::vector<AppendRowError>& refused = stream.row_errors();
     if (refused.empty())
       return Fail(BigqueryDestinationContext(status, "appending to " + table.staging.ToString()));
     std::vector<std::string> parts;
@@ -410,57 +439,80 @@ Status BigqueryStreamingV2Destination::CommitStreams(const Value& state, bool re
   const Value* tables = state.Find("tables");
   if (tables == nullptr || !tables->is_list()) return Status::Ok();
   for (const Value& entry : tables->AsList()) {
-    const Value* streams = entry.Find("uncommitted");
-    if (streams == nullptr || !streams->is_list()) continue;
+    const Value* listed = entry.Find("uncommitted");
+    if (listed == nullptr || !listed->is_list()) continue;
     std::string id = entry.GetString("table");
     BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(id == default_table_ ? "" : id));
-    for (const Value& stream : streams->AsList()) {
+    std::vector<std::string> streams;
+    for (const Value& stream : listed->AsList()) {
       std::string name = stream.is_string() ? stream.AsString() : std::string();
-      if (name.empty() || committed_streams_.contains(name)) continue;
-      auto committed = writer_->BatchCommitWriteStreams(table->staging, {name});
-      if (!committed && resuming &&
-          committed.error().message().find("(STREAM_NOT_FOUND)") != std::string::npos) {
-        // BigQuery no longer knows the stream (its metadata expired, or an emulator restarted).
-        // The run that recorded it committed it right after recording, unless it died in
-        // between: then its rows are lost to BigQuery, and nothing here can write them again.
-        spdlog::warn(
-            "{} destination: write stream {} of the resumed job no longer exists; it was "
-            "committed after its cursor was recorded unless the run died in between",
-            name_, name);
-      } else if (!committed && !AlreadyCommitted(committed.error(), name)) {
-        return BigqueryDestinationContext(committed.error(), "committing write stream " + name);
+      if (!name.empty() && !committed_streams_.contains(name)) streams.push_back(std::move(name));
+    }
+    if (streams.empty()) continue;
+    // The streams of a write (its parts) become visible together: BigQuery commits a batch
+    // atomically. A refused batch commits nothing; one at a time then tells which of them were
+    // committed already (a resumed run) from which cannot be.
+    if (!writer_->BatchCommitWriteStreams(table->staging, streams)) {
+      for (const std::string& name : streams) {
+        BIZON_RETURN_IF_ERROR(CommitStream(*table, name, resuming));
       }
-      committed_streams_.insert(name);
+    }
+    for (std::string& name : streams) {
       std::erase(table->uncommitted, name);
+      committed_streams_.insert(std::move(name));
     }
   }
   return Status::Ok();
 }
 
-Status BigqueryStreamingV2Destination::LoadLargeRows(TableState& table, const std::string& job_id,
-                                                     const std::vector<std::string>& json_rows) {
-  std::string ndjson;
-  for (const std::string& row : json_rows) {
-    ndjson += row;
-    ndjson += '\n';
+Status BigqueryStreamingV2Destination::CommitStream(const TableState& table,
+                                                    const std::string& name, bool resuming) {
+  auto committed = writer_->BatchCommitWriteStreams(table.staging, {name});
+  if (!committed && resuming &&
+      committed.error().message().find("(STREAM_NOT_FOUND)") != std::string::npos) {
+    // BigQuery no longer knows the stream (its metadata expired, or an emulator restarted).
+    // The run that recorded it committed it right after recording, unless it died in
+    // between: then its rows are lost to BigQuery, and nothing here can write them again.
+    spdlog::warn(
+        "{} destination: write stream {} of the resumed job no longer exists; it was "
+        "committed after its cursor was recorded unless the run died in between",
+        name_, name);
+  } else if (!committed && !AlreadyCommitted(committed.error(), name)) {
+    return BigqueryDestinationContext(committed.error(), "committing write stream " + name);
   }
-  BigQueryLoadConfig load;
-  load.source_format = "NEWLINE_DELIMITED_JSON";
-  load.destination = table.staging;
-  load.schema = ToBigQuerySchema(table.columns);
-  load.write_disposition = "WRITE_APPEND";
-  load.create_disposition = "CREATE_NEVER";
-  load.ignore_unknown_values = true;
-  spdlog::info(
-      "{} destination: {} rows too large for the Storage Write API are loaded into {} by job {}",
-      name_, json_rows.size(), table.staging.ToString(), job_id);
-  auto loaded = EnsureBigqueryJob(
-      *bigquery_, {.project = project_, .job_id = job_id, .location = job_location_}, load.ToJson(),
-      /*wait=*/true, /*submitted_here=*/false, ndjson);
-  if (!loaded) {
-    return BigqueryDestinationContext(
-        loaded.error(),
-        fmt::format("loading {} large rows into {}", json_rows.size(), table.staging.ToString()));
+  return Status::Ok();
+}
+
+Status BigqueryStreamingV2Destination::LoadLargeRows(const WritePart& part,
+                                                     const RecordBatch& records) {
+  const TableState& table = *part.table;
+  for (size_t i = 0; i < part.large_records.size(); ++i) {
+    // One job per row, its id made of the row's source id and payload and nothing of the write
+    // that carries it: a resumed run that fetches the row again, in whatever write, finds the
+    // dead run's job done and loads nothing. Sequence 0 is never a write's number.
+    std::string job_id = BigqueryLoadJobId(sync_.job_id, table.staging.ToString(), /*sequence=*/0,
+                                           records, {part.large_records[i]});
+    BigQueryLoadConfig load;
+    load.source_format = "NEWLINE_DELIMITED_JSON";
+    load.destination = table.staging;
+    load.schema = ToBigQuerySchema(table.columns);
+    load.write_disposition = "WRITE_APPEND";
+    load.create_disposition = "CREATE_NEVER";
+    load.ignore_unknown_values = true;
+    spdlog::info(
+        "{} destination: record {} is too large for the Storage Write API; loading it into {} by "
+        "job {}",
+        name_, QuoteDestinationId(records.id(part.large_records[i])), table.staging.ToString(),
+        job_id);
+    auto loaded = EnsureBigqueryJob(
+        *bigquery_, {.project = project_, .job_id = job_id, .location = job_location_},
+        load.ToJson(), /*wait=*/true, /*submitted_here=*/false, part.large_json[i] + '\n');
+    if (!loaded) {
+      return BigqueryDestinationContext(
+          loaded.error(), fmt::format("loading record {} into {}",
+                                      QuoteDestinationId(records.id(part.large_records[i])),
+                                      table.staging.ToString()));
+    }
   }
   return Status::Ok();
 }
@@ -482,10 +534,23 @@ Value BigqueryStreamingV2Destination::CurrentState() const {
 Result<Value> BigqueryStreamingV2Destination::Write(const RecordBatch& records,
                                                     int64_t loaded_at_us) {
   ++writes_;
+  std::vector<WritePart> parts;
   for (const auto& [destination_id, rows] : RowsByDestination(records)) {
     BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(destination_id));
     BIZON_RETURN_IF_ERROR(Prepare(*table));
-    BIZON_RETURN_IF_ERROR(AppendRows(*table, records, rows, loaded_at_us));
+    std::vector<WritePart> split = SplitRows(*table, records, rows);
+    std::move(split.begin(), split.end(), std::back_inserter(parts));
+  }
+  // The tables, and the parts of a large table, are encoded and appended on up to
+  // max_concurrent_threads threads. A part that fails fails the write: no stream of it is
+  // listed, so none is committed.
+  std::vector<Status> results(parts.size());
+  ParallelFor(parts.size(), max_threads_,
+              [&](size_t i) { results[i] = WriteRows(parts[i], records, loaded_at_us); });
+  for (const Status& result : results) BIZON_RETURN_IF_ERROR(result);
+  for (WritePart& part : parts) {
+    if (!part.stream.empty()) part.table->uncommitted.push_back(std::move(part.stream));
+    BIZON_RETURN_IF_ERROR(LoadLargeRows(part, records));
   }
   return CurrentState();
 }

@@ -22,8 +22,9 @@
 // `write_mode: default_stream` appends to `_default` as the original does: at-least-once (a
 // retried or resumed append may be written twice), no stream to create. See README.md.
 //
-// A row too large for an AppendRows request is loaded by a load job (its JSON sent with the job
-// through the media upload endpoint) under a deterministic job id, so it too is written once.
+// A row too large for an AppendRows request is loaded by a load job of its own (its JSON sent
+// with the job through the media upload endpoint) whose id is made of the row's source id and
+// payload, so a resumed run that fetches it again finds the job done: it too is written once.
 // A row BigQuery refuses (row_errors) fails the run, naming the record, and BigQuery's message
 // (the column and the reason); nothing of that request or after it is written.
 //
@@ -32,7 +33,12 @@
 // rows still go through the Storage Write API, exactly-once by default, instead of the original's
 // tabledata.insertAll (at-least-once, refused rows dropped without an error).
 //
-// Thread safety: one instance is used from the consumer's thread only.
+// `max_concurrent_threads` bounds the threads a Write() encodes and appends on: its tables in
+// parallel, and a large table's rows split over several PENDING streams that one
+// BatchCommitWriteStreams makes visible together.
+//
+// Thread safety: one instance is used from the consumer's thread only; Write() fans its parts out
+// to worker threads and joins them before it returns.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +69,13 @@ struct BigqueryStreamingV2Connection {
   size_t max_request_bytes = 0;
   /// Instead of the configured key or Application Default Credentials.
   std::shared_ptr<GoogleCredentials> credentials;
+  /// 0: kMinBytesPerParallelStream.
+  size_t min_bytes_per_stream = 0;
 };
+
+/// A committed-stream write spreads a table's rows over several PENDING streams, written in
+/// parallel, only when each gets at least this much (payloads and ids).
+inline constexpr size_t kMinBytesPerParallelStream = 16 << 20;
 
 /// Which of the original's two streaming destinations an instance is.
 enum class BigqueryStreamingFlavor {
@@ -104,6 +116,20 @@ class BigqueryStreamingV2Destination final : public Destination {
     /// committed_stream: the PENDING streams written and finalized but not yet committed (the
     /// writes since the last recorded cursor), oldest first.
     std::vector<std::string> uncommitted;
+    /// default_stream: the table's long-lived AppendRows connection, opened by the first write
+    /// and kept while it works (every request is acknowledged before Write() returns).
+    std::unique_ptr<AppendStream> default_append;
+  };
+
+  /// Rows of one table that one thread encodes and appends: on a committed stream into a
+  /// PENDING stream of their own (`stream`, once finalized), else into the default stream.
+  struct WritePart {
+    TableState* table = nullptr;
+    std::vector<size_t> rows;
+    std::string stream;
+    /// Rows too large for an AppendRows request (indices into the batch), and their JSON.
+    std::vector<size_t> large_records;
+    std::vector<std::string> large_json;
   };
 
   BigqueryStreamingV2Destination(const DestinationContext& context, BigqueryStreamingFlavor flavor);
@@ -112,22 +138,27 @@ class BigqueryStreamingV2Destination final : public Destination {
 
   Result<TableState*> TableFor(std::string_view destination_id);
   Status Prepare(TableState& table);
-  Status AppendRows(TableState& table, const RecordBatch& records, const std::vector<size_t>& rows,
-                    int64_t loaded_at_us);
-  /// Appends `serialized` (rows `rows` of `records`) to the PENDING stream `pending` from offset
-  /// 0, or to the table's default stream when `pending` is empty; sets `oversized` to the indices
-  /// of rows too large to send. Returns how many rows were sent.
-  Result<int64_t> SendRows(TableState& table, const RecordBatch& records,
-                           const std::vector<size_t>& rows,
-                           const std::vector<std::string>& serialized, const std::string& pending,
-                           std::vector<size_t>& oversized);
+  /// The parts `rows` of `records` (all for `table`) are written in.
+  std::vector<WritePart> SplitRows(TableState& table, const RecordBatch& records,
+                                   const std::vector<size_t>& rows) const;
+  /// Encodes and appends a part; on a committed stream, finalizes its stream and checks its row
+  /// count. Runs on a worker thread: touches only its part and its table's default stream.
+  Status WriteRows(WritePart& part, const RecordBatch& records, int64_t loaded_at_us);
+  /// Appends `serialized` (rows `rows` of `records`) and waits for every acknowledgement; sets
+  /// `oversized` to the indices of rows too large to send. How many rows were sent.
+  Result<int64_t> SendRows(AppendStream& stream, const TableState& table,
+                           const RecordBatch& records, const std::vector<size_t>& rows,
+                           const std::vector<std::string>& serialized,
+                           std::vector<size_t>& oversized) const;
   /// Commits the streams `state` names that this instance has not committed; `resuming`: the
   /// state of a dead run, whose streams BigQuery may have forgotten since.
   Status CommitStreams(const Value& state, bool resuming);
+  /// Commits one stream; already committed is success, and so is a forgotten one when resuming.
+  Status CommitStream(const TableState& table, const std::string& name, bool resuming);
   /// Whether BatchCommitWriteStreams refused `stream` because it is committed already.
   bool AlreadyCommitted(const Status& refused, const std::string& stream);
-  Status LoadLargeRows(TableState& table, const std::string& job_id,
-                       const std::vector<std::string>& json_rows);
+  /// Loads the part's rows too large for an AppendRows request, a load job each.
+  Status LoadLargeRows(const WritePart& part, const RecordBatch& records);
   Result<BigQueryJob> RunStatement(const std::string& job_id, const std::string& sql);
   Status Publish(TableState& table);
   Value CurrentState() const;
@@ -143,6 +174,8 @@ class BigqueryStreamingV2Destination final : public Destination {
   bool enforce_partitioning_ = false;
   bool committed_ = true;
   int64_t max_rows_per_request_ = 5000;
+  int64_t max_threads_ = 10;
+  size_t min_bytes_per_stream_ = kMinBytesPerParallelStream;
   std::string table_prefix_;
   std::string service_account_key_;
   std::string default_destination_id_;

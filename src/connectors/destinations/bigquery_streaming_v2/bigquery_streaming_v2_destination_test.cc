@@ -83,7 +83,8 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
                                                {.bigquery_endpoint = rest_.url(),
                                                 .storage_endpoint = write_->endpoint(),
                                                 .max_request_bytes = max_request_bytes,
-                                                .credentials = MakeAnonymousGoogleCredentials()},
+                                                .credentials = MakeAnonymousGoogleCredentials(),
+                                                .min_bytes_per_stream = min_bytes_per_stream_},
                                                flavor);
     EXPECT_TRUE(made) << made.error().ToString();
     return made ? std::move(*made) : nullptr;
@@ -160,8 +161,20 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
     return *first;
   }
 
+  /// The upload bodies the REST fake received (load jobs carrying their data).
+  std::vector<std::string> Uploads() {
+    std::vector<std::string> out;
+    Value report = rest_.Report();
+    const Value* uploads = report.Find("uploads");
+    if (uploads == nullptr || !uploads->is_list()) return out;
+    for (const Value& upload : uploads->AsList()) out.push_back(upload.GetString("data"));
+    return out;
+  }
+
   FakeProcess rest_{"fake_bigquery.py"};
   std::unique_ptr<FakeBigQueryWrite> write_;
+  /// What Make() passes on: 0 keeps the destination's threshold.
+  size_t min_bytes_per_stream_ = 0;
 };
 
 const Value& OnlyTable(const Value& state) {
@@ -324,6 +337,112 @@ TEST_F(BigqueryStreamingV2FakeTest, OversizedRowIsLoadedByAJobWithItsData) {
   const Value* table = upload.Find("destination");
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(table->GetString("tableId"), "events");
+}
+
+// A row too large for a request is loaded by a job of its own. The dead run loaded it and died
+// before its cursor was recorded; the resumed run fetches it again in another write, with other
+// rows around it, and finds the dead run's job done: the row is visible once.
+TEST_F(BigqueryStreamingV2FakeTest, OversizedRowRefetchedInAnotherWriteIsLoadedOnce) {
+  const std::string big = R"({"id":99,"name":")" + std::string(1000, 'x') + R"("})";
+  {
+    auto dead = Make(SyncMode::kStream, UnnestConfig(), /*max_request_bytes=*/600);
+    ASSERT_NE(dead, nullptr);
+    ASSERT_TRUE(dead->Open(Value()).ok());
+    RecordBatch records = Records(0, 2);
+    records.Add("big", big, kLoadedAt);
+    ASSERT_TRUE(dead->Write(records, kLoadedAt));  // Its cursor is never recorded.
+  }
+  EXPECT_EQ(Uploads(), std::vector<std::string>{big + "\n"});
+  auto resumed = Make(SyncMode::kStream, UnnestConfig(), /*max_request_bytes=*/600);
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(Value()).ok());
+  auto first = resumed->Write(Records(1, 1), kLoadedAt);
+  ASSERT_TRUE(first) << first.error().ToString();
+  ASSERT_TRUE(resumed->OnCursorRecorded(*first).ok());
+  RecordBatch rest = Records(0, 1);
+  rest.Add("big", big, kLoadedAt + 5);  // Stamped anew by the re-fetch.
+  auto second = resumed->Write(rest, kLoadedAt);
+  ASSERT_TRUE(second) << second.error().ToString();
+  ASSERT_TRUE(resumed->OnCursorRecorded(*second).ok());
+  EXPECT_EQ(Uploads(), std::vector<std::string>{big + "\n"});  // Not loaded again.
+  EXPECT_EQ(Sorted(write_->VisibleRows("projects/p/datasets/d/tables/events")),
+            Sorted(Encoded(Records(0, 2))));
+}
+
+// max_concurrent_threads: a write whose table has enough bytes is split over PENDING streams
+// appended in parallel; none is visible before the cursor, all of them after, each row once.
+TEST_F(BigqueryStreamingV2FakeTest, ALargeWriteIsSplitOverParallelStreamsCommittedTogether) {
+  min_bytes_per_stream_ = 40;  // Three records' worth.
+  Value config = UnnestConfig();
+  config.Set("max_concurrent_threads", 3);
+  auto destination = Make(SyncMode::kStream, config);
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  auto written = destination->Write(Records(0, 9), kLoadedAt);
+  ASSERT_TRUE(written) << written.error().ToString();
+  std::vector<std::string> streams = Uncommitted(*written);
+  ASSERT_EQ(streams.size(), 3u);
+  std::vector<std::string> all;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<std::string> rows = write_->Rows(streams[i]);
+    // Contiguous thirds, in order.
+    EXPECT_EQ(rows, Encoded(Records(static_cast<int>(3 * i), 3))) << streams[i];
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  EXPECT_EQ(write_->append_calls(), 3);
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"), std::vector<std::string>{});
+  ASSERT_TRUE(destination->OnCursorRecorded(*written).ok());
+  EXPECT_EQ(Sorted(write_->VisibleRows("projects/p/datasets/d/tables/events")),
+            Sorted(Encoded(Records(0, 9))));
+
+  // A small write keeps one stream.
+  auto small = destination->Write(Records(9, 2), kLoadedAt);
+  ASSERT_TRUE(small) << small.error().ToString();
+  EXPECT_EQ(Uncommitted(*small).size(), 1u);
+}
+
+// One part refused fails the whole write: none of its streams is listed, so none is committed,
+// whatever the other threads wrote.
+TEST_F(BigqueryStreamingV2FakeTest, ARefusedPartFailsTheWholeParallelWrite) {
+  min_bytes_per_stream_ = 40;
+  Value config = UnnestConfig();
+  config.Set("max_concurrent_threads", 3);
+  auto destination = Make(SyncMode::kStream, config);
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  write_->Script({{.kind = Fault::Kind::kRowErrors,
+                   .row_errors = {{0, "Field name: INT64 value out of range"}}}});
+  auto written = destination->Write(Records(0, 9), kLoadedAt);
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().failure_class(), FailureClass::kDestination);
+  EXPECT_NE(written.error().message().find("BigQuery refused rows written to p.d.events"),
+            std::string::npos)
+      << written.error().message();
+  EXPECT_NE(written.error().message().find(": Field name: INT64 value out of range"),
+            std::string::npos)
+      << written.error().message();
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"), std::vector<std::string>{});
+  Status finalized = destination->Finalize();  // Nothing uncommitted is listed either.
+  EXPECT_TRUE(finalized.ok()) << finalized.ToString();
+  EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"), std::vector<std::string>{});
+}
+
+// default_stream: one long-lived AppendRows connection per table, its schema sent once.
+TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamKeepsOneConnectionPerTableAcrossWrites) {
+  Value config = UnnestConfig();
+  config.Set("write_mode", "default_stream");
+  auto destination = Make(SyncMode::kStream, config);
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  for (int from : {0, 2, 4}) {
+    auto written = destination->Write(Records(from, 2), kLoadedAt);
+    ASSERT_TRUE(written) << written.error().ToString();
+    // Acknowledged before Write() returns.
+    EXPECT_EQ(write_->VisibleRows("projects/p/datasets/d/tables/events"),
+              Encoded(Records(0, from + 2)));
+  }
+  EXPECT_EQ(write_->append_calls(), 1);
+  EXPECT_EQ(write_->schema_flags(), (std::vector<bool>{true, false, false}));
 }
 
 TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamOptionAppendsWithoutOffsetsAndPublishesBySql) {

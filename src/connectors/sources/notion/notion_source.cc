@@ -8,12 +8,12 @@
 #include <atomic>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "bizon/clock.h"
 #include "bizon/config_spec.h"
 #include "bizon/registry.h"
 #include "bizon/value.h"
+#include "common/parallel.h"
 #include "connectors/registration.h"
 #include "connectors/sources/notion/notion_markdown.h"
 #include "http/json_page.h"
@@ -148,24 +148,6 @@ struct DatabaseInfo {
   std::string title;
   std::vector<ListedObject> data_sources;  // id and raw JSON of each {id, name}
 };
-
-// Runs fn(0..count-1) on at most `workers` threads.
-void ParallelFor(size_t count, int64_t workers, const std::function<void(size_t)>& fn) {
-  size_t threads = std::min<size_t>(count, static_cast<size_t>(std::max<int64_t>(1, workers)));
-  if (threads <= 1) {
-    for (size_t i = 0; i < count; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < count; i = next++) fn(i);
-    });
-  }
-  for (std::thread& thread : pool) thread.join();
-}
 
 class NotionSource final : public Source {
  public:
