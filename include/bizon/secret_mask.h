@@ -13,6 +13,13 @@
 
 namespace bizon {
 
+/// Whether a setting, query parameter or header named `name` (any case) usually carries a
+/// credential: names holding secret, password, token, api key, credential, signature, cookie,
+/// session or private, and names ending in key, sig, pwd or auth (`api_key`, `X-Api-Key`,
+/// `Authorization`, `sasl.password`, `ssl.key.pem`, `access_token`). Errs on the side of masking:
+/// a value wrongly masked only hides that text from logs.
+bool LooksLikeCredentialName(std::string_view name);
+
 class SecretMask {
  public:
   /// The one set of the process.

@@ -1,6 +1,8 @@
 #include "bizon/secret_mask.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <mutex>
 
 namespace bizon {
@@ -12,6 +14,21 @@ std::mutex& SecretMutex() {
 }
 
 }  // namespace
+
+bool LooksLikeCredentialName(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static constexpr std::string_view kParts[] = {
+      "secret",  "password",   "passwd",        "token",     "apikey", "api_key",
+      "api-key", "credential", "authorization", "signature", "cookie", "session",
+      "private", "key.pem",    "userinfo",      "user.info"};
+  static constexpr std::string_view kEndings[] = {"key", "keys", "sig", "pwd", "auth"};
+  return std::any_of(std::begin(kParts), std::end(kParts),
+                     [&](std::string_view part) { return lower.find(part) != lower.npos; }) ||
+         std::any_of(std::begin(kEndings), std::end(kEndings),
+                     [&](std::string_view ending) { return lower.ends_with(ending); });
+}
 
 SecretMask& SecretMask::Global() {
   static SecretMask mask;

@@ -22,5 +22,18 @@ TEST(SecretMaskTest, IgnoresValuesTooShortToRedactSafely) {
   EXPECT_EQ(mask.Redact("abc abcd"), "abc abcd");
 }
 
+TEST(SecretMaskTest, CredentialNamesAreRecognisedInAnyCase) {
+  for (std::string_view name :
+       {"api_key", "apiKey", "X-Api-Key", "key", "access_token", "Authorization", "client_secret",
+        "sasl.password", "ssl.key.pem", "Ocp-Apim-Subscription-Key", "sig", "auth", "Cookie",
+        "session_id", "private_key_id", "basic.auth.user.info"}) {
+    EXPECT_TRUE(LooksLikeCredentialName(name)) << name;
+  }
+  for (std::string_view name :
+       {"team", "limit", "page", "cursor", "updated_after", "Accept", "format", "keyword"}) {
+    EXPECT_FALSE(LooksLikeCredentialName(name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace bizon

@@ -357,7 +357,7 @@ struct AppendStream::Impl {
   struct Pending {
     storage::AppendRowsRequest request;
     int64_t offset = 0;
-    /// Index, in the rows of the Append call that made it, of each row of the request.
+    /// Index, among every row given to the stream's Append calls, of each row of the request.
     std::vector<size_t> row_indices;
   };
 
@@ -373,6 +373,7 @@ struct AppendStream::Impl {
   bool schema_sent = false;  // On this connection.
   std::deque<Pending> unacked;
   int64_t next_offset = 0;
+  size_t rows_given = 0;
   int connections = 0;
   int failures = 0;  // Reconnects since the last acknowledgement.
   bool refreshed = false;
@@ -573,6 +574,8 @@ Result<AppendResult> AppendStream::Append(const std::vector<std::string>& rows) 
                                 FailureClass::kDestination));
   }
   const BigQueryWriteClientOptions& options = stream.client->options;
+  const size_t base = stream.rows_given;
+  stream.rows_given += rows.size();
   // Everything of a request but its rows: stream name, schema, offset, framing.
   const size_t fixed = stream.write_stream.size() + stream.writer_schema.size() + 64;
   AppendResult result;
@@ -604,7 +607,7 @@ Result<AppendResult> AppendStream::Append(const std::vector<std::string>& rows) 
       BIZON_RETURN_IF_ERROR(flush_pending());
     }
     pending.request.mutable_proto_rows()->mutable_rows()->add_serialized_rows(rows[i]);
-    pending.row_indices.push_back(i);
+    pending.row_indices.push_back(base + i);
     pending_bytes += cost;
   }
   BIZON_RETURN_IF_ERROR(flush_pending());
@@ -637,6 +640,7 @@ Status AppendStream::Close() {
 
 int64_t AppendStream::next_offset() const { return impl_->next_offset; }
 int AppendStream::connections() const { return impl_->connections; }
+size_t AppendStream::rows_given() const { return impl_->rows_given; }
 const std::vector<AppendRowError>& AppendStream::row_errors() const { return impl_->row_errors; }
 
 }  // namespace bizon

@@ -94,8 +94,9 @@ struct AppendStreamOptions {
   size_t max_rows_per_request = 0;
 };
 
-/// One row BigQuery refused (AppendRowsResponse.row_errors): the row's index in the rows of the
-/// Append call that sent it, and BigQuery's message, which names the field and the reason.
+/// One row BigQuery refused (AppendRowsResponse.row_errors): the row's index among every row
+/// given to the stream's Append calls, in order (oversized ones included: see rows_given()), and
+/// BigQuery's message, which names the field and the reason.
 struct AppendRowError {
   size_t row = 0;
   std::string message;
@@ -200,6 +201,8 @@ class AppendStream {
   int64_t next_offset() const;
   /// Connections opened so far (1 without a reconnect).
   int connections() const;
+  /// Rows given to Append so far, oversized ones included: what AppendRowError::row counts from.
+  size_t rows_given() const;
   /// The row errors of the response that failed the stream (empty unless row errors did). No row
   /// of that request was written.
   const std::vector<AppendRowError>& row_errors() const;

@@ -317,24 +317,10 @@ std::vector<BigqueryStreamingV2Destination::WritePart> BigqueryStreamingV2Destin
 Status BigqueryStreamingV2Destination::WriteRows(WritePart& part, const RecordBatch& records,
                                                  int64_t loaded_at_us) {
   TableState& table = *part.table;
-  ProtoRowEncoder encoder(*table.schema);
-  std::vector<std::string> json_rows;
-  std::vector<std::string> serialized;
-  json_rows.reserve(part.rows.size());
-  serialized.reserve(part.rows.size());
-  for (size_t row : part.rows) {
-    json_rows.push_back(unnest_ ? std::string(records.payload(row))
-                                : RawRow(records, row, loaded_at_us));
-    std::string encoded;
-    Status status = encoder.Encode(json_rows.back(), encoded);
-    if (!status.ok()) {
-      return BigqueryDestinationContext(
-          status, fmt::format("record {} for {}", QuoteDestinationId(records.id(row)),
-                              table.main.ToString()));
-    }
-    serialized.push_back(std::move(encoded));
-  }
-  std::vector<size_t> oversized;  // Indices into part.rows.
+  AppendStreamOptions options{.max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
+  std::unique_ptr<AppendStream> own;
+  AppendStream* stream = nullptr;
+  std::string pending;
   if (committed_) {
     // This part's own PENDING stream: its rows stay invisible until the cursor that covers
     // them is recorded (OnCursorRecorded() commits it). What a run writes after its last
@@ -344,75 +330,102 @@ Status BigqueryStreamingV2Destination::WriteRows(WritePart& part, const RecordBa
       return BigqueryDestinationContext(created.error(),
                                         "creating a write stream on " + table.staging.ToString());
     }
-    AppendStreamOptions options{.offsets = true,
-                                .max_rows_per_request = static_cast<size_t>(max_rows_per_request_)};
-    BIZON_ASSIGN_OR_RETURN(
-        auto stream, writer_->OpenAppendStream(created->name, table.schema->descriptor(), options));
-    BIZON_ASSIGN_OR_RETURN(int64_t sent,
-                           SendRows(*stream, table, records, part.rows, serialized, oversized));
-    BIZON_RETURN_IF_ERROR(stream->Close());
-    auto held = writer_->FinalizeWriteStream(created->name);
-    if (!held)
-      return BigqueryDestinationContext(held.error(), "finalizing write stream " + created->name);
-    if (*held != sent) {
-      return BigqueryDestinationError(
-          StatusCode::kDataLoss,
-          fmt::format("Write stream {} holds {} rows where {} were sent; it is not committed",
-                      created->name, *held, sent));
-    }
-    part.stream = created->name;
+    pending = created->name;
+    options.offsets = true;
+    BIZON_ASSIGN_OR_RETURN(own,
+                           writer_->OpenAppendStream(pending, table.schema->descriptor(), options));
+    stream = own.get();
   } else {
     if (!table.default_append) {
-      AppendStreamOptions options{.max_rows_per_request =
-                                      static_cast<size_t>(max_rows_per_request_)};
       BIZON_ASSIGN_OR_RETURN(
           table.default_append,
           writer_->OpenAppendStream(BigQueryWriteClient::DefaultStreamName(table.staging),
                                     table.schema->descriptor(), options));
     }
-    auto sent = SendRows(*table.default_append, table, records, part.rows, serialized, oversized);
+    stream = table.default_append.get();
+  }
+  Result<int64_t> sent = SendRows(*stream, part, records, loaded_at_us);
+  if (!committed_) {
     // A failed connection is not used again: the next write opens another.
     if (!sent) table.default_append.reset();
-    if (!sent) return sent.error();
+    return sent ? Status::Ok() : sent.error();
   }
-  for (size_t index : oversized) {
-    part.large_json.push_back(std::move(json_rows[index]));
-    part.large_records.push_back(part.rows[index]);
+  if (!sent) return sent.error();
+  BIZON_RETURN_IF_ERROR(own->Close());
+  auto held = writer_->FinalizeWriteStream(pending);
+  if (!held) return BigqueryDestinationContext(held.error(), "finalizing write stream " + pending);
+  if (*held != *sent) {
+    return BigqueryDestinationError(
+        StatusCode::kDataLoss,
+        fmt::format("Write stream {} holds {} rows where {} were sent; it is not committed",
+                    pending, *held, *sent));
   }
+  part.stream = std::move(pending);
   return Status::Ok();
 }
 
-Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream,
-                                                         const TableState& table,
+Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream, WritePart& part,
                                                          const RecordBatch& records,
-                                                         const std::vector<size_t>& rows,
-                                                         const std::vector<std::string>& serialized,
-                                                         std::vector<size_t>& oversized) const {
-  auto appended = stream.Append(serialized);
+                                                         int64_t loaded_at_us) const {
+  const TableState& table = *part.table;
+  const size_t base = stream.rows_given();
+  ProtoRowEncoder encoder(*table.schema);
+  // Encoded and sent a request's worth at a time, so that a write holds one chunk of JSON and
+  // protobuf rows besides the requests in flight, and encoding overlaps the server's work.
+  const auto chunk = static_cast<size_t>(max_rows_per_request_);
+  std::vector<std::string> json_rows;
+  std::vector<std::string> serialized;
+  int64_t sent = 0;
+  Status status = Status::Ok();
+  for (size_t from = 0; from < part.rows.size() && status.ok(); from += chunk) {
+    size_t to = std::min(part.rows.size(), from + chunk);
+    json_rows.clear();
+    serialized.clear();
+    for (size_t i = from; i < to; ++i) {
+      size_t row = part.rows[i];
+      json_rows.push_back(unnest_ ? std::string(records.payload(row))
+                                  : RawRow(records, row, loaded_at_us));
+      Status encoded = encoder.Encode(json_rows.back(), serialized.emplace_back());
+      if (!encoded.ok()) {
+        return Fail(BigqueryDestinationContext(
+            encoded, fmt::format("record {} for {}", QuoteDestinationId(records.id(row)),
+                                 table.main.ToString())));
+      }
+    }
+    auto appended = stream.Append(serialized);
+    if (!appended) {
+      status = appended.error();
+      break;
+    }
+    sent += static_cast<int64_t>(serialized.size() - appended->oversized_rows.size());
+    for (size_t index : appended->oversized_rows) {
+      part.large_json.push_back(std::move(json_rows[index]));
+      part.large_records.push_back(part.rows[from + index]);
+    }
+  }
   // Every request acknowledged: on a committed stream before it is finalized, on the default
   // stream before Write() returns the state the cursor records.
-  Status status = appended ? stream.Flush() : appended.error();
-  if (!status.ok()) {
-    const std::vector<AppendRowError>& refused = stream.row_errors();
-    if (refused.empty())
-      return Fail(BigqueryDestinationContext(status, "appending to " + table.staging.ToString()));
-    std::vector<std::string> parts;
-    for (const AppendRowError& error : refused) {
-      if (parts.size() == kRowErrorsQuoted) break;
-      std::string id = error.row < rows.size() ? QuoteDestinationId(records.id(rows[error.row]))
-                                               : fmt::format("#{}", error.row);
-      parts.push_back(fmt::format("record {}: {}", id, error.message));
-    }
-    std::string more = refused.size() > parts.size()
-                           ? fmt::format(" (and {} more)", refused.size() - parts.size())
-                           : std::string();
-    return Fail(BigqueryDestinationError(
-        StatusCode::kInvalidArgument,
-        fmt::format("BigQuery refused rows written to {}, nothing from them on was written: {}{}",
-                    table.staging.ToString(), fmt::join(parts, "; "), more)));
+  if (status.ok()) status = stream.Flush();
+  if (status.ok()) return sent;
+  const std::vector<AppendRowError>& refused = stream.row_errors();
+  if (refused.empty())
+    return Fail(BigqueryDestinationContext(status, "appending to " + table.staging.ToString()));
+  std::vector<std::string> parts;
+  for (const AppendRowError& error : refused) {
+    if (parts.size() == kRowErrorsQuoted) break;
+    size_t index = error.row - base;  // Into part.rows.
+    std::string id = error.row >= base && index < part.rows.size()
+                         ? QuoteDestinationId(records.id(part.rows[index]))
+                         : fmt::format("#{}", error.row);
+    parts.push_back(fmt::format("record {}: {}", id, error.message));
   }
-  oversized = appended->oversized_rows;
-  return static_cast<int64_t>(serialized.size() - oversized.size());
+  std::string more = refused.size() > parts.size()
+                         ? fmt::format(" (and {} more)", refused.size() - parts.size())
+                         : std::string();
+  return Fail(BigqueryDestinationError(
+      StatusCode::kInvalidArgument,
+      fmt::format("BigQuery refused rows written to {}, nothing from them on was written: {}{}",
+                  table.staging.ToString(), fmt::join(parts, "; "), more)));
 }
 
 bool BigqueryStreamingV2Destination::AlreadyCommitted(const Status& refused,

@@ -144,12 +144,11 @@ class BigqueryStreamingV2Destination final : public Destination {
   /// Encodes and appends a part; on a committed stream, finalizes its stream and checks its row
   /// count. Runs on a worker thread: touches only its part and its table's default stream.
   Status WriteRows(WritePart& part, const RecordBatch& records, int64_t loaded_at_us);
-  /// Appends `serialized` (rows `rows` of `records`) and waits for every acknowledgement; sets
-  /// `oversized` to the indices of rows too large to send. How many rows were sent.
-  Result<int64_t> SendRows(AppendStream& stream, const TableState& table,
-                           const RecordBatch& records, const std::vector<size_t>& rows,
-                           const std::vector<std::string>& serialized,
-                           std::vector<size_t>& oversized) const;
+  /// Encodes the part's rows and appends them to `stream` a request's worth at a time, then
+  /// waits for every acknowledgement; the rows too large for a request go to the part's
+  /// large_records. How many rows were sent.
+  Result<int64_t> SendRows(AppendStream& stream, WritePart& part, const RecordBatch& records,
+                           int64_t loaded_at_us) const;
   /// Commits the streams `state` names that this instance has not committed; `resuming`: the
   /// state of a dead run, whose streams BigQuery may have forgotten since.
   Status CommitStreams(const Value& state, bool resuming);

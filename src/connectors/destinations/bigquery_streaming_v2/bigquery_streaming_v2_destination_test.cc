@@ -445,6 +445,24 @@ TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamKeepsOneConnectionPerTableAcros
   EXPECT_EQ(write_->schema_flags(), (std::vector<bool>{true, false, false}));
 }
 
+// On that connection a row index counts from its first write: the refused row of a later write
+// is still named by its record.
+TEST_F(BigqueryStreamingV2FakeTest, ARowRefusedOnTheKeptDefaultStreamIsNamed) {
+  Value config = UnnestConfig();
+  config.Set("write_mode", "default_stream");
+  config.Set("bq_max_rows_per_request", 2);
+  auto destination = Make(SyncMode::kStream, config);
+  ASSERT_NE(destination, nullptr);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  ASSERT_TRUE(destination->Write(Records(0, 3), kLoadedAt));
+  write_->Script({{.kind = Fault::Kind::kRowErrors, .row_errors = {{1, "Field name: too long"}}}});
+  auto written = destination->Write(Records(3, 2), kLoadedAt);
+  ASSERT_FALSE(written);
+  EXPECT_NE(written.error().message().find("record 'r4': Field name: too long"), std::string::npos)
+      << written.error().message();
+  EXPECT_EQ(write_->append_calls(), 1);
+}
+
 TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamOptionAppendsWithoutOffsetsAndPublishesBySql) {
   auto destination =
       Make(SyncMode::kFullRefresh, Value(Value::Map{{"write_mode", "default_stream"}}));

@@ -36,8 +36,7 @@ bool HasSetting(const std::vector<std::pair<std::string, std::string>>& settings
 }
 
 bool IsSecretSetting(std::string_view key) {
-  return key == "sasl.username" || key == "sasl.password" || key.find("password") != key.npos ||
-         key.find("secret") != key.npos;
+  return key == "sasl.username" || LooksLikeCredentialName(key);
 }
 
 void RebalanceCallback(rd_kafka_t* handle, rd_kafka_resp_err_t error,

@@ -5,6 +5,7 @@
 
 #include "bizon/config_spec.h"
 #include "bizon/registry.h"
+#include "bizon/secret_mask.h"
 #include "connectors/registration.h"
 #include "connectors/sources/rest_api/rest_endpoint.h"
 #include "http/source_session.h"
@@ -12,12 +13,16 @@
 namespace bizon {
 namespace {
 
+// The entries of a params or headers block. A value written in the YAML under a credential's
+// name (`api_key: sk_live_...`, `X-Api-Key`) is registered with the secret mask: the URLs and
+// headers of failed requests are quoted in logs and errors.
 QueryParams ParamsOf(const Value* map) {
   QueryParams params;
   if (map == nullptr || !map->is_map()) return params;
   for (const auto& [key, value] : map->AsMap()) {
     if (value.is_null()) continue;
     params.emplace_back(key, value.ToDisplayString());
+    if (LooksLikeCredentialName(key)) SecretMask::Global().Add(params.back().second);
   }
   return params;
 }

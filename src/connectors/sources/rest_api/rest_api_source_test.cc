@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "bizon/secret_mask.h"
 #include "connectors/registration.h"
 #include "testing/loopback_http_server.h"
 #include "testing/pipeline_source.h"
@@ -276,6 +277,22 @@ TEST_F(RestApiSourceTest, TheTokenGoesOutButNeverIntoAnError) {
             "HTTP request failed: GET " + server_.url() +
                 R"(/v1/users returned 401 Unauthorized: {"message": "token expired"})");
   EXPECT_EQ(loop.error.message().find("rest-api-tok-4a0e"), std::string::npos);
+}
+
+// A key written into the YAML as a query parameter or a header (no authentication block) goes
+// out, and is masked wherever the failed request's URL is printed: logs, errors, result files.
+TEST_F(RestApiSourceTest, AKeyGivenAsAParamOrHeaderIsMaskedWhereTheUrlIsPrinted) {
+  server_.Expect("GET", "/v1/users", LoopbackResponse::Json(R"({"message": "bad key"})", 403));
+  GetLoopResult loop = Read("      path: /users\n      headers: {X-Api-Key: hdr-key-5d21c9}\n",
+                            "  params: {api_key: sk_live_7f3e9a2b, team: data-eng}\n");
+  ASSERT_FALSE(loop.error.ok());
+  ASSERT_EQ(server_.requests().size(), 1u);
+  EXPECT_EQ(server_.requests()[0].Header("x-api-key"), "hdr-key-5d21c9");
+  std::string shown = SecretMask::Global().Redact(loop.error.message());
+  EXPECT_EQ(shown, "HTTP request failed: GET " + server_.url() +
+                       R"(/v1/users?api_key=****&team=data-eng returned 403 Forbidden: )"
+                       R"({"message": "bad key"})");
+  EXPECT_EQ(SecretMask::Global().Redact("sent hdr-key-5d21c9"), "sent ****");
 }
 
 TEST_F(RestApiSourceTest, ARecordWithoutItsIdIsNamed) {
