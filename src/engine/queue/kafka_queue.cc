@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "bizon/secret_mask.h"
 #include "kafka/kafka_security.h"
@@ -244,32 +246,32 @@ class KafkaReceiver final : public BrokerReceiver {
   ~KafkaReceiver() override { rd_kafka_consumer_close(handle_.get()); }
 
   Status Assign() {
-    const rd_kafka_metadata_t* metadata = nullptr;
-    rd_kafka_topic_t* topic = rd_kafka_topic_new(handle_.get(), config_.topic.c_str(), nullptr);
-    rd_kafka_resp_err_t err = rd_kafka_metadata(handle_.get(), 0, topic, &metadata, 10'000);
-    rd_kafka_topic_destroy(topic);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return KafkaError(fmt::format("cannot read the partitions of topic {}: {}", config_.topic,
-                                    rd_kafka_err2str(err)));
+    // A topic EnsureTopic() just created can be missing from the metadata, or listed without
+    // partitions, until the brokers have all learnt of it: assigning nothing then would read
+    // nothing for ever. Asked again for up to ten seconds.
+    BIZON_ASSIGN_OR_RETURN(std::vector<int32_t> ids, PartitionIds());
+    for (int attempt = 0; ids.empty() && attempt < kMetadataAttempts; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      BIZON_ASSIGN_OR_RETURN(ids, PartitionIds());
     }
-    rd_kafka_topic_partition_list_t* partitions = rd_kafka_topic_partition_list_new(1);
-    for (int i = 0; i < metadata->topic_cnt; ++i) {
-      for (int p = 0; p < metadata->topics[i].partition_cnt; ++p) {
-        rd_kafka_topic_partition_list_add(partitions, config_.topic.c_str(),
-                                          metadata->topics[i].partitions[p].id)
-            ->offset = RD_KAFKA_OFFSET_STORED;  // The group's committed offset, else reset rule.
-      }
+    if (ids.empty()) {
+      return KafkaError(
+          fmt::format("topic {} has no partitions in the brokers' metadata", config_.topic));
     }
-    rd_kafka_metadata_destroy(metadata);
-    err = rd_kafka_assign(handle_.get(), partitions);
-    int count = partitions->cnt;
+    rd_kafka_topic_partition_list_t* partitions =
+        rd_kafka_topic_partition_list_new(static_cast<int>(ids.size()));
+    for (int32_t id : ids) {
+      rd_kafka_topic_partition_list_add(partitions, config_.topic.c_str(), id)->offset =
+          RD_KAFKA_OFFSET_STORED;  // The group's committed offset, else the reset rule.
+    }
+    rd_kafka_resp_err_t err = rd_kafka_assign(handle_.get(), partitions);
     rd_kafka_topic_partition_list_destroy(partitions);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       return KafkaError(
           fmt::format("cannot read topic {}: {}", config_.topic, rd_kafka_err2str(err)));
     }
-    spdlog::info("Queue: reading Kafka topic {} ({} partitions) as group {}", config_.topic, count,
-                 config_.group_id);
+    spdlog::info("Queue: reading Kafka topic {} ({} partitions) as group {}", config_.topic,
+                 ids.size(), config_.group_id);
     return Status::Ok();
   }
 
@@ -323,6 +325,29 @@ class KafkaReceiver final : public BrokerReceiver {
   uint64_t session() const override { return 0; }
 
  private:
+  static constexpr int kMetadataAttempts = 20;
+
+  // The partitions the brokers' metadata lists for the topic; empty while it lists none, or
+  // the topic with an error (not known yet).
+  Result<std::vector<int32_t>> PartitionIds() {
+    const rd_kafka_metadata_t* metadata = nullptr;
+    rd_kafka_topic_t* topic = rd_kafka_topic_new(handle_.get(), config_.topic.c_str(), nullptr);
+    rd_kafka_resp_err_t err = rd_kafka_metadata(handle_.get(), 0, topic, &metadata, 10'000);
+    rd_kafka_topic_destroy(topic);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return Fail(KafkaError(fmt::format("cannot read the partitions of topic {}: {}",
+                                         config_.topic, rd_kafka_err2str(err))));
+    }
+    std::vector<int32_t> ids;
+    for (int i = 0; i < metadata->topic_cnt; ++i) {
+      const rd_kafka_metadata_topic_t& listed = metadata->topics[i];
+      if (listed.err != RD_KAFKA_RESP_ERR_NO_ERROR || config_.topic != listed.topic) continue;
+      for (int p = 0; p < listed.partition_cnt; ++p) ids.push_back(listed.partitions[p].id);
+    }
+    rd_kafka_metadata_destroy(metadata);
+    return ids;
+  }
+
   KafkaHandle handle_;
   KafkaQueueConfig config_;
 };
