@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/write_disposition.h"
 #include "config/pipeline_spec.h"
 #include "config/references.h"
 #include "config/validator.h"
@@ -54,6 +55,12 @@ void ApplyStreamsToDestinationSchemas(Value& raw) {
     if (const Value* keys = stream.FindPath("destination.clustering_keys");
         keys != nullptr && !keys->is_null()) {
       entry.Set("clustering_keys", *keys);
+    }
+    for (const FieldSpec& policy : TablePolicyFields()) {
+      if (const Value* value = stream.FindPath("destination." + policy.name);
+          value != nullptr && !value->is_null()) {
+        entry.Set(policy.name, *value);
+      }
     }
     entry.set_mark(stream.mark());
     derived.push_back(std::move(entry));

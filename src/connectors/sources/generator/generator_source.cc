@@ -16,6 +16,8 @@ GeneratorSource::GeneratorSource(const SourceContext& context)
     : count_(context.config.GetInteger("count", 1000)),
       page_size_(context.config.GetInteger("page_size", 1000)),
       payload_bytes_(context.config.GetInteger("payload_bytes", 0)),
+      key_count_(context.config.GetInteger("key_count", 0)),
+      delete_every_(context.config.GetInteger("delete_every", 0)),
       // Whole microseconds, the resolution of every timestamp bizon keeps.
       interval_us_(
           std::max<int64_t>(1, std::llround(context.config.GetDouble("interval_ms", 1) * 1000))),
@@ -48,9 +50,16 @@ Result<SourceIteration> GeneratorSource::Page(const Value& pagination, int64_t b
   std::string json;
   for (int64_t i = offset; i < stop; ++i) {
     json.clear();
+    // With key_count, record i changes the row of key i % key_count: the records past the
+    // first key_count are updates (and, with delete_every, some of them deletes).
+    int64_t key = key_count_ > 0 ? i % key_count_ : i;
     fmt::format_to(std::back_inserter(json),
-                   R"({{"id":{},"name":"record-{}","updated_at":"{}","value":{})", i, i,
+                   R"({{"id":{},"name":"record-{}","updated_at":"{}","value":{})", key, i,
                    FormatIsoTimestamp(UpdatedAt(i)), (i * 7919) % 1000);
+    if (delete_every_ > 0) {
+      bool deleted = i >= key_count_ && i % delete_every_ == 0;
+      json.append(deleted ? R"(,"deleted":true)" : R"(,"deleted":false)");
+    }
     if (!padding_.empty()) fmt::format_to(std::back_inserter(json), R"(,"padding":"{}")", padding_);
     json.push_back('}');
     iteration.records.Add(std::to_string(i), json, now);
@@ -101,6 +110,20 @@ Status RegisterGeneratorSource(ConnectorRegistry& registry) {
                             {.name = "payload_bytes",
                              .type = FieldType::kInteger,
                              .description = "Extra padding characters in each record.",
+                             .default_value = Value(0),
+                             .minimum = 0},
+                            {.name = "key_count",
+                             .type = FieldType::kInteger,
+                             .description = "Distinct ids: record i has id i % key_count, so "
+                                            "records past the first key_count update earlier "
+                                            "ones (0: every id distinct).",
+                             .default_value = Value(0),
+                             .minimum = 0},
+                            {.name = "delete_every",
+                             .type = FieldType::kInteger,
+                             .description = "Adds a boolean `deleted` to every record, true for "
+                                            "the updates whose index is a multiple of this (0: "
+                                            "no `deleted` field).",
                              .default_value = Value(0),
                              .minimum = 0},
                             {.name = "start",
