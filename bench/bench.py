@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from cases import merge as merge_case  # bench/cases/merge.py (this script's folder is on sys.path)
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SOURCES = BENCH / "sources"
@@ -56,6 +58,7 @@ REST_SOURCE = SOURCES / "rest_source.py"
 PAGED_SERVER = BENCH / "servers" / "paged_server.py"
 DLT_REST = BENCH / "peers" / "dlt_rest.py"
 DLT_POSTGRES = BENCH / "peers" / "dlt_postgres.py"
+DLT_MERGE = BENCH / "peers" / "dlt_merge.py"
 PARQUET_ORDER_SHIM = BENCH / "shims" / "original_parquet_order.py"
 
 # Records of about 300 bytes of JSON: {"id","name","updated_at","value","padding"}.
@@ -75,8 +78,8 @@ MEMBERS_N = 300_000
 MEMBERS_PARTITIONS = 6
 PROBE_N = 100
 
-ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "postgres", "members",
-             "memory", "bigquery", "bigquery-streaming"]
+ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "postgres", "merge",
+             "members", "memory", "bigquery", "bigquery-streaming"]
 
 TRANSFORM_PYTHON = """\
 data["name"] = data["name"].upper()
@@ -119,6 +122,9 @@ class Invocation:
     # consumer group (run_members), until `loaded` (the rows in the destination) reaches n.
     members: int = 0
     loaded: Optional[Callable[[], int]] = None
+    # Runs in the run's fresh directory before `render`, untimed (the merge case: the seed load
+    # the timed run merges into); raises RunFailed.
+    before: Optional[Callable[[Path, "Invocation"], None]] = None
 
     @property
     def key(self) -> str:
@@ -244,9 +250,12 @@ def ensure_spawn() -> None:
 
 
 def prepare_run(inv: Invocation, directory: Path) -> list[str]:
-    """Makes `directory` afresh with the run's config.yml; returns the run's argv."""
+    """Makes `directory` afresh (and runs inv.before there) with the run's config.yml; returns
+    the run's argv."""
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
+    if inv.before:
+        inv.before(directory, inv)
     (directory / "config.yml").write_text(inv.render(inv.n))
     return [a.replace("{config}", str(directory / "config.yml"))
             for a in (inv.argv() if callable(inv.argv) else inv.argv)]
@@ -888,6 +897,69 @@ destination:
                     warmup=lambda: prepared(PROBE_N), limit_name="psql",
                     peer_name=f"dlt {dlt_version}" if dlt_version else "peer")
 
+    def plan_merge(self) -> Plan | Pending:
+        server = PostgresServer.from_env()
+        if isinstance(server, str):
+            return Pending(server)
+        merges = MergeRuns(server, self.args.timeout)
+        strategies, skipped = [], []
+        with merges.cleanup():
+            for strategy in merge_case.STRATEGIES:
+                tiny = self.merge_side("ours", strategy, merges, PROBE_N)
+                why = self.probe(f"merge-{strategy}", tiny)
+                if why:
+                    skipped.append(f"{strategy}: {why}")
+                else:
+                    strategies.append(strategy)
+        if not strategies:
+            return Pending("our postgres destination cannot merge yet: " + "; ".join(skipped))
+        n = self.scaled(merge_case.MERGE_N)
+        sides = [self.merge_side(tool, strategy, merges, n) for strategy in strategies
+                 for tool in ("ours", "dlt") if tool == "ours" or self.dlt_version]
+        dlt_version = self.dlt_version
+        return Plan(label=merge_case.describe(n, f"{server.host}:{server.port}")
+                          + (f"; peer: dlt {dlt_version} (bench/peers/dlt_merge.py), "
+                             "write_disposition merge, primary_key id, at its defaults otherwise"
+                             if dlt_version else "; no peer: dlt is not installed (bench/run.sh "
+                             "makes bench/.venv-dlt)")
+                          + (f"; not measured: {'; '.join(skipped)}" if skipped else ""),
+                    same_yaml=False,
+                    tiers=[Tier(n, sides[0], None, others=tuple(sides[1:]))],
+                    setup=merges.cleanup, warmup=merges.cleanup,
+                    peer_name=f"dlt {dlt_version}" if dlt_version else "peer",
+                    ratios=merge_case.RATIOS)
+
+    def merge_side(self, tool: str, strategy: str, merges: MergeRuns, n: int) -> Invocation:
+        """One side of the merge case: `tool` (ours or dlt) merging N records with `strategy`."""
+        key = merge_case.side_key(tool, strategy)
+        if tool == "ours":
+            def seed_argv(directory: Path, schema: str, load: merge_case.Load) -> list[str]:
+                config = directory / "config.yml"
+                config.write_text(merges.ours_yaml(load, strategy, schema))
+                return [self.ours, "run", str(config)]
+
+            return Invocation(
+                "ours", [self.ours, "run", "{config}"],
+                lambda count: merges.ours_yaml(merge_case.loads(count)[1], strategy,
+                                               merges.schemas[key]),
+                n, check_generator, verify=merges.verify(key),
+                before=merges.seed(key, seed_argv, own_directory=True), side=key)
+
+        def dlt_argv(spec: str, schema: str) -> list[str]:
+            return [self.args.dlt_python, str(DLT_MERGE), merges.server.url, schema, spec,
+                    str(PAYLOAD_BYTES)]
+
+        def dlt_seed_argv(directory: Path, schema: str, load: merge_case.Load) -> list[str]:
+            spec = directory / "seed.json"
+            spec.write_text(json.dumps(load.spec(strategy)))
+            return dlt_argv(str(spec), schema)
+
+        return Invocation(
+            "peer", lambda: dlt_argv("{config}", merges.schemas[key]),
+            lambda count: json.dumps(merge_case.loads(count)[1].spec(strategy)) + "\n",
+            n, check_generator, verify=merges.verify(key),
+            before=merges.seed(key, dlt_seed_argv, own_directory=False), side=key)
+
     def plan_members(self) -> Plan | Pending:
         server = PostgresServer.from_env()
         reasons = [why for why in (self.kafka_pending(), server) if isinstance(why, str)]
@@ -1364,6 +1436,101 @@ class PostgresServer:
                 self.psql(f"DROP TABLE IF EXISTS {name}")
 
 
+class MergeRuns:
+    """The merge case's runs on one server: a fresh schema per run, the untimed seed the run
+    merges into (checked, then VACUUM ANALYZE), the check of the merged table against the model
+    (bench/cases/merge.py), and every schema dropped."""
+
+    def __init__(self, server: PostgresServer, timeout_s: float):
+        self.server = server
+        self.timeout_s = timeout_s
+        self.schemas: dict[str, str] = {}  # side key -> the schema of its current run
+        self.oids: dict[str, str] = {}  # side key -> the oid of its seeded table
+        self.made: list[str] = []  # every schema made (and dlt's staging ones), for cleanup
+        self.runs = iter(range(1_000_000))
+
+    def ours_yaml(self, load: merge_case.Load, strategy: str, schema: str) -> str:
+        return merge_case.ours_yaml(load, strategy, self.server.connection_yaml("    "), schema,
+                                    PAGE_SIZE, PAYLOAD_BYTES)
+
+    def table(self, key: str) -> str:
+        return f'"{self.schemas[key]}"."{merge_case.TABLE}"'
+
+    def fresh_schema(self, key: str) -> str:
+        schema = f"bizon_bench_{os.getpid()}_merge_{next(self.runs)}"
+        self.schemas[key] = schema
+        self.made += [schema, f"{schema}_staging"]
+        self.server.psql(f'CREATE SCHEMA "{schema}"')
+        return schema
+
+    def seed(self, key: str, argv: Callable[[Path, str, merge_case.Load], list[str]],
+             own_directory: bool) -> Callable[[Path, Invocation], None]:
+        """The `before` of a side: a fresh schema, then the seed run (argv(directory, schema,
+        load)) in the run's directory or, with own_directory, in its seed/ (a state of its own,
+        so that the timed run is a first incremental run too)."""
+        def before(directory: Path, inv: Invocation) -> None:
+            schema = self.fresh_schema(key)
+            load = merge_case.loads(inv.n)[0]
+            where = directory / "seed" if own_directory else directory
+            where.mkdir(exist_ok=True)
+            log = where / "seed-log.txt"
+            with open(log, "wb") as sink:
+                try:
+                    done = subprocess.run(argv(where, schema, load), cwd=where, stdout=sink,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          timeout=self.timeout_s)
+                except subprocess.TimeoutExpired as error:
+                    raise RunFailed(f"{key}: the seed run was killed after the timeout") from error
+            if done.returncode != 0:
+                raise RunFailed(f"{key}: seed run: exit {done.returncode}: {last_error(log)}")
+            if error := self.check(self.table(key), (load,)):
+                raise RunFailed(f"{key}: seed run: {error}")
+            self.server.psql(f"VACUUM ANALYZE {self.table(key)}")  # The same start for all.
+            self.oids[key] = self.oid(key)
+        return before
+
+    def oid(self, key: str) -> str:
+        return self.server.psql(f"SELECT '{self.table(key)}'::regclass::oid")
+
+    def check(self, table: str, runs: tuple[merge_case.Load, ...]) -> Optional[str]:
+        """`table` against the model of `runs` merged in turn: an error, or None."""
+        try:
+            found = self.server.psql(merge_case.check_sql(table, runs[-1], PAYLOAD_BYTES))
+        except RunFailed as error:
+            return str(error)
+        return merge_case.table_error(table, found, merge_case.expected(runs, PAYLOAD_BYTES))
+
+    def verify(self, key: str) -> Callable[[Path, Invocation], Optional[str]]:
+        """The `verify` of a side: the seeded table, merged into (the same oid), equals the
+        model of the seed and the timed run; then the run's schemas are dropped."""
+        def verify(_: Path, inv: Invocation) -> Optional[str]:
+            try:
+                if self.oid(key) != self.oids[key]:
+                    return (f"{self.table(key)} is a new table since the seed: it was replaced, "
+                            "not merged into")
+                return self.check(self.table(key), merge_case.loads(inv.n))
+            except RunFailed as error:
+                return str(error)
+            finally:
+                self.drop([self.schemas[key], f"{self.schemas[key]}_staging"])
+        return verify
+
+    def drop(self, schemas: list[str]) -> None:
+        if schemas:
+            with contextlib.suppress(RunFailed):
+                self.server.psql("; ".join(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'
+                                           for schema in schemas))
+
+    @contextlib.contextmanager
+    def cleanup(self) -> Iterator[None]:
+        """Drops, at exit, every schema made meanwhile (those of failed runs)."""
+        try:
+            yield
+        finally:
+            self.drop(self.made)
+            self.made.clear()
+
+
 def write_copy_rows(path: Path, n: int) -> None:
     """The rows our postgres destination writes for the generator's records 0..N-1, in COPY's
     text format, in POSTGRES_COLUMNS order: a new uuid, the time now for the three timestamps,
@@ -1467,6 +1634,9 @@ MEMBER_METRICS = [
     ("wall_s", "s to N rows", "{:,.2f}", "lower"),
 ]
 
+# The merge case's table: no first record (it writes no file).
+MERGE_METRICS = [m for m in METRICS if m[0] != "first_record_s"]
+
 SIDES = ("ours", "original", "limit", "peer")
 # Ratio rows, per alternated pair: (name, numerator side, denominator side); by default ours over
 # each other side.
@@ -1524,7 +1694,8 @@ def markdown(report: dict) -> str:
         if case["status"] != "ok":
             continue
         mark = "" if case["same_yaml"] else "†"
-        for tier in [] if case["name"] == "members" else case["tiers"]:  # Its own table, below.
+        # members and merge: tables of their own, below.
+        for tier in [] if case["name"] in ("members", "merge") else case["tiers"]:
             s = tier["summary"]
             title = f"{case['name']}{mark}"
             rows.append(f"| {title} | {tier['n']:,} | ours | " + " | ".join(
@@ -1574,6 +1745,7 @@ def markdown(report: dict) -> str:
                                           for k, _, f, _ in MEMBER_METRICS) + " |")
             lines.append("| | ×2/×1 | " + " | ".join(
                 ratio_text(s["ratio_members"][k]) for k, *_ in MEMBER_METRICS) + " |")
+    lines += merge_lines(report)
     emulated = [(c, t) for c in report["cases"] if c["status"] == "ok" for t in c["tiers"]
                 if any("emulator_cpu_s" in run.get("ours", {}) for run in t["runs"])]
     if emulated:
@@ -1611,6 +1783,22 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge_lines(report: dict) -> list[str]:
+    """The merge case's table in results.md (none when it was not measured)."""
+    merges = [c for c in report["cases"] if c["name"] == "merge" and c["status"] == "ok"]
+    if not merges:
+        return []
+    lines = ["", "Merge: a timed merge into a seeded table, each strategy on each side, medians "
+                 "(CPU and peak RSS of the tool's process; the server's in neither); the ratio "
+                 "rows are ours/dlt per pair and strategy, as min – **median** – max:", "",
+             "| N | side | " + " | ".join(m[1] for m in MERGE_METRICS) + " |",
+             "|---:|---|" + "---:|" * len(MERGE_METRICS)]
+    for tier in merges[0]["tiers"]:
+        lines += merge_case.table_rows(tier["summary"], tier["n"], merges[0]["peer_name"],
+                                       MERGE_METRICS, fmt, ratio_text)
+    return lines
+
+
 def plot(report: dict, path: Path) -> Optional[str]:
     try:
         import matplotlib
@@ -1619,10 +1807,10 @@ def plot(report: dict, path: Path) -> Optional[str]:
     except ImportError:
         return "matplotlib is not installed: no plot"
     bars = [(c["name"] + ("" if c["same_yaml"] else "†") + f"\nN={t['n']:,}", t["summary"])
-            for c in report["cases"] if c["status"] == "ok" and c["name"] != "members"
-            for t in c["tiers"]]
+            for c in report["cases"]
+            if c["status"] == "ok" and c["name"] not in ("members", "merge") for t in c["tiers"]]
     if not bars:
-        return "no case of the plot (all but members) was measured: no plot"
+        return "no case of the plot (all but members and merge) was measured: no plot"
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(bars) + 4), 4.8))
     width = 0.38
     for ax, key, title in ((axes[0], "records_per_s", "records/s (higher is better)"),
@@ -1751,11 +1939,12 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"multiplies N (default 1: {BASE_N:,} records, memory "
                              f"{MEMORY_BASE_N:,} x1 x10 x100, kafka {KAFKA_N:,}, postgres "
-                             f"{POSTGRES_N:,}, members {MEMBERS_N:,})")
+                             f"{POSTGRES_N:,}, merge {merge_case.MERGE_N:,}, members "
+                             f"{MEMBERS_N:,})")
     parser.add_argument("--cases", default="all",
                         help="comma-separated subset of " + ",".join(ALL_CASES) + " (default all; "
                              "generator is included only while python-source is pending; kafka, "
-                             "postgres, members and bigquery need their servers: "
+                             "postgres, merge, members and bigquery need their servers: "
                              "BIZON_BENCH_KAFKA, BIZON_BENCH_POSTGRES (members: both), the "
                              "emulators' variables)")
     parser.add_argument("--results", default=str(BENCH / "results"))
@@ -1764,8 +1953,8 @@ def main() -> int:
                         help="which sides run, of ours,original,limit,peer (default all; the "
                              "limit is the reference tool of a case that has one: kcat for "
                              "kafka, psql \\copy for postgres; the peer another project's tool "
-                             "doing the same job: dlt for rest; both sides of members, x1 and x2, "
-                             "are ours)")
+                             "doing the same job: dlt for rest, postgres and merge; both sides of "
+                             "members, x1 and x2, are ours)")
     parser.add_argument("--keep-output", action="store_true", help="keep each run's directory")
     parser.add_argument("--note", default="",
                         help="a sentence on the conditions of the run, quoted under the table's "

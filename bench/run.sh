@@ -11,14 +11,16 @@
 # Servers: unless BIZON_BENCH_KAFKA or BIZON_BENCH_POSTGRES is set, or BIZON_BENCH_SERVERS=none,
 # it starts the test suite's Kafka broker and PostgreSQL on loopback (scripts/test-servers.sh; the
 # first time installs them: `scripts/install-deps.sh --with-test-servers`, then Maven fetches the
-# broker's jars), points the kafka, postgres and members cases at them, and stops them at the end.
+# broker's jars), points the kafka, postgres, merge and members cases at them, and stops them at
+# the end.
 # Environment: BIZON_BENCH_KAFKA=host:port enables the kafka case (installs bizon[kafka]);
 # BIZON_BENCH_POSTGRES=postgresql://user:password@host:port/database (a libpq URI) enables the
-# postgres and members cases (BIZON_BENCH_KAFKA too for members);
+# postgres, merge and members cases (BIZON_BENCH_KAFKA too for members);
 # BIGQUERY_EMULATOR_HOST, STORAGE_EMULATOR_HOST, BIZON_GCS_BUCKET and BIZON_BIGQUERY_PROJECT (as
 # scripts/test-servers.sh start bigquery gcs prints them) enable the bigquery case (bizon[bigquery]);
 # BIZON_BENCH_ORIGINAL overrides the pip requirement of the original (default bizon==0.6.4);
-# BIZON_BENCH_DLT that of dlt, the rest and postgres cases' peer (default dlt[postgres]==1.31.0);
+# BIZON_BENCH_DLT that of dlt, the rest, postgres and merge cases' peer (default
+# dlt[postgres]==1.31.0);
 # BIZON_BENCH_PYTHON picks the interpreter for the venv (3.10 to 3.12; default python3).
 # Not run by CI: it takes about 15 minutes at the default scale.
 set -euo pipefail
@@ -82,8 +84,8 @@ if [[ ! -x "$venv/bin/bizon" || ! -f "$stamp" || "$(cat "$stamp")" != "${require
   echo "${requirements[*]}" > "$stamp"
 fi
 
-# 1b. dlt, the peer of the rest and postgres cases, in a venv of its own (its dependencies and the original's
-# need not agree).
+# 1b. dlt, the peer of the rest, postgres and merge cases, in a venv of its own (its dependencies
+# and the original's need not agree).
 dlt_requirement="${BIZON_BENCH_DLT:-dlt[postgres]==1.31.0}"
 dlt_venv="$bench/.venv-dlt"
 if [[ ! -x "$dlt_venv/bin/python" || "$(cat "$dlt_venv/.installed" 2>/dev/null)" != "$dlt_requirement" ]]; then

@@ -20,11 +20,12 @@ from urllib.parse import parse_qs, urlsplit
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-def record(i: int, padding: str) -> dict:
+def record(i: int, padding: str, start: datetime = START) -> dict:
+    """Record i of the generator whose record 0 has updated_at `start` (1 ms apart)."""
     data = {
         "id": i,
         "name": f"record-{i}",
-        "updated_at": (START + timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "updated_at": (start + timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "value": (i * 7919) % 1000,
     }
     if padding:

@@ -1,0 +1,225 @@
+"""The `merge` case: a merge (upsert by primary key) into a table that already holds rows; ours
+(our `generator` source into our `postgres` destination, `write_disposition: merge`) against dlt
+(bench/peers/dlt_merge.py, `write_disposition="merge"`), the same records in the same order on
+both, each strategy (delete-insert, upsert) on each side.
+
+A run, at N records (300,000 at scale 1), into a fresh schema of its own:
+
+  seed    untimed: the generator's records 0..S-1 (S = SEED_SHARE x N) with `start` a year before
+          the timed run's, loaded by the same tool and strategy as the timed run
+  timed   the generator's records 0..N-1 at its defaults (updated_at from 2024-01-01, the records
+          of every other case), record i with id i + ID_OFFSET: UPDATE_SHARE of them update keys
+          the seed loaded, the rest are new keys
+
+then the table must equal the model (`expected`): one row per key, each at its last loaded
+version. With ID_OFFSET 0 the seed is as large as the updates (90,000 of 300,000): the generator's
+ids are i (or i % key_count) for the records 0..count-1, so the keys of a run are always 0..K-1
+and a seed larger than the updates would be updated whole. A generator option `id_offset` (record
+i carrying id i + id_offset; not in the generator yet) would let the seed hold more keys than are
+updated: SEED_SHARE 0.7 gives a seed of keys 0..209,999, then 90,000 updates (120,000..209,999)
+and 210,000 new keys (210,000..419,999).
+
+No dependency on bench.py: the scenario, the model, the SQL that checks a table against it, and
+our side's YAML.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+MERGE_N = 300_000
+# The share of N that the timed run updates (keys the seed loaded), and the seed's size over N;
+# the timed ids start at (SEED_SHARE - UPDATE_SHARE) x N, which needs the generator option
+# `id_offset` when not 0.
+UPDATE_SHARE = 0.3
+SEED_SHARE = 0.3
+SEED_START = "2023-01-01T00:00:00Z"
+TIMED_START = "2024-01-01T00:00:00Z"
+TABLE = "items"
+STRATEGIES = ("delete-insert", "upsert")
+# Our destination's record_schema of the generator's records (padding: when payload_bytes > 0).
+COLUMNS = (("id", "integer"), ("name", "string"), ("updated_at", "timestamp"),
+           ("value", "integer"), ("padding", "string"))
+
+
+@dataclass(frozen=True)
+class Load:
+    """One run of the generator: its records 0..count-1, record i with id i + id_offset and
+    updated_at start + i ms."""
+
+    count: int
+    start: str
+    id_offset: int = 0
+
+    def start_ms(self) -> int:
+        moment = dt.datetime.fromisoformat(self.start.replace("Z", "+00:00"))
+        return int(moment.timestamp()) * 1000
+
+    def spec(self, strategy: str) -> dict:
+        """What the dlt side reads from its run file."""
+        return {"count": self.count, "start": self.start, "id_offset": self.id_offset,
+                "strategy": strategy}
+
+
+def loads(n: int) -> tuple[Load, Load]:
+    """The seed and the timed run at N records."""
+    seed = max(1, round(n * SEED_SHARE))
+    offset = seed - max(1, round(n * UPDATE_SHARE))
+    return Load(seed, SEED_START), Load(n, TIMED_START, offset)
+
+
+def describe(n: int, server: str) -> str:
+    """The scenario at N records, for the case's label."""
+    seed, timed = loads(n)
+    return (f"a merge by primary key into a table that holds rows, on {server}: per run, a fresh "
+            f"schema, an untimed seed of {seed.count:,} records (keys {seed.id_offset}.."
+            f"{seed.id_offset + seed.count - 1}, updated_at from {seed.start}), then the timed "
+            f"run of {n:,} records (keys {timed.id_offset}..{timed.id_offset + n - 1}, the "
+            f"generator's records at its defaults: {UPDATE_SHARE:.0%} update seeded keys, the "
+            "rest are new), by the same tool and strategy; the table is then checked against "
+            "the model (one row per key at its last version, md5 of the rows; its oid unchanged "
+            "since the seed) and dropped. Ours: the generator source into the postgres "
+            "destination, unnest, write_disposition merge, incremental (a fresh state: every "
+            "record)")
+
+
+# --------------------------------------------------------------------------------------------
+# The model and the check
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a merged table holds: rows (one per key), keys low..high, the rows still at their
+    seed version, and the md5 of every row's text (row_text) in key order."""
+
+    rows: int
+    low: int
+    high: int
+    stale: int
+    digest: str
+
+
+def row_text(key: int, i: int, start_ms: int, payload_bytes: int) -> str:
+    """Record i of a load whose updated_at starts at start_ms, as check_sql spells a row:
+    id|name|value|updated_at in epoch ms[|padding length]."""
+    text = f"{key}|record-{i}|{(i * 7919) % 1000}|{start_ms + i}"
+    return f"{text}|{payload_bytes}" if payload_bytes else text
+
+
+@functools.lru_cache(maxsize=8)
+def expected(runs: tuple[Load, ...], payload_bytes: int) -> Expected:
+    """The table after `runs` merged one after the other: each key at its last version."""
+    rows: dict[int, tuple[str, int]] = {}
+    for index, load in enumerate(runs):
+        start_ms = load.start_ms()
+        for i in range(load.count):
+            key = i + load.id_offset
+            rows[key] = (row_text(key, i, start_ms, payload_bytes), index)
+    last = len(runs) - 1
+    digest = hashlib.md5("\n".join(rows[key][0] for key in sorted(rows)).encode()).hexdigest()
+    return Expected(len(rows), min(rows), max(rows),
+                    sum(1 for _, index in rows.values() if index != last), digest)
+
+
+def check_sql(qualified: str, newest: Load, payload_bytes: int) -> str:
+    """The query whose one row (psql -A -t) table_error reads: rows, distinct ids, lowest and
+    highest id, rows older than the newest load, md5 of the rows' text in id order."""
+    fields = ["id", "name", "value", "(extract(epoch FROM updated_at) * 1000)::bigint"]
+    if payload_bytes:
+        fields.append("length(padding)")
+    return (f"SELECT count(*), count(DISTINCT id), min(id), max(id), "
+            f"count(*) FILTER (WHERE updated_at < timestamptz '{newest.start}'), "
+            f"md5(string_agg(concat_ws('|', {', '.join(fields)}), E'\\n' ORDER BY id)) "
+            f"FROM {qualified}")
+
+
+def table_error(name: str, found: str, want: Expected) -> Optional[str]:
+    """check_sql's answer against the model: an error, or None."""
+    cells = found.split("|")
+    try:
+        rows, distinct, low, high, stale = (int(cell) for cell in cells[:5])
+    except ValueError:
+        return f"{name}: unexpected answer {found[:200]!r}"
+    if (rows, distinct, low, high, stale) != (want.rows, want.rows, want.low, want.high,
+                                              want.stale):
+        return (f"{name}: {rows:,} rows, {distinct:,} distinct ids in [{low}, {high}], "
+                f"{stale:,} still at an older version; expected {want.rows:,} rows, ids "
+                f"{want.low}..{want.high}, {want.stale:,} at an older version")
+    if cells[5] != want.digest:
+        return (f"{name}: the rows' contents differ from the model (md5 {cells[5]}, expected "
+                f"{want.digest}): some key does not hold its last version")
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Our side
+
+
+def ours_yaml(load: Load, strategy: str, connection: str, schema: str, page_size: int,
+              payload_bytes: int) -> str:
+    """Our pipeline of `load` merged into `schema`.`TABLE` (`connection`: the destination's
+    connection settings, indented by four spaces). Incremental, so that the load merges into the
+    table the seed made (merge on full_refresh replaces the table); its first run in a fresh
+    state fetches every record."""
+    offset = f"  id_offset: {load.id_offset}\n" if load.id_offset else ""
+    columns = "".join(f"            - {{name: {name}, type: {kind}}}\n" for name, kind in COLUMNS
+                      if name != "padding" or payload_bytes)
+    return f"""\
+name: bench-merge
+source:
+  name: generator
+  stream: records
+  sync_mode: incremental
+  count: {load.count}
+  page_size: {page_size}
+  payload_bytes: {payload_bytes}
+  start: "{load.start}"
+{offset}destination:
+  name: postgres
+  config:
+{connection}    schema: {schema}
+    table: {TABLE}
+    unnest: true
+    write_disposition: merge
+    primary_key: [id]
+    merge_strategy: {strategy}
+    record_schemas:
+      - destination_id: {TABLE}
+        record_schema:
+{columns}"""
+
+
+# --------------------------------------------------------------------------------------------
+# Sides and the report
+
+
+def side_key(tool: str, strategy: str) -> str:
+    """The key of a side's measurements in a pair: ours_delete_insert, dlt_upsert, ..."""
+    return f"{tool}_{strategy.replace('-', '_')}"
+
+
+# Ratio rows (name, numerator side, denominator side): ours over dlt, strategy by strategy.
+RATIOS = tuple((f"ratio_{side_key('ours', s)}", side_key("ours", s), side_key("dlt", s))
+               for s in STRATEGIES)
+
+
+def table_rows(summary: dict, n: int, dlt_name: str, metrics: list, fmt, ratio_text) -> list[str]:
+    """The case's rows of results.md, strategy by strategy: ours, dlt, ours/dlt (`fmt` and
+    `ratio_text` format a median and a ratio's spread, as bench.py does)."""
+    lines = []
+    for strategy, (ratio, ours, dlt) in zip(STRATEGIES, RATIOS):
+        shown = ((ours, f"ours {strategy}"), (dlt, f"{dlt_name} {strategy}"))
+        for side, label in shown:
+            if summary.get(side, {}).get("wall_s", {}).get("median") is None:
+                continue
+            head = f"| {n:,} |" if not lines else "| |"
+            lines.append(f"{head} {label} | " + " | ".join(
+                fmt(summary[side][k]["median"], f) for k, _, f, _ in metrics) + " |")
+        if summary.get(ratio, {}).get("wall_s", {}).get("median") is not None:
+            lines.append(f"| | ours/{dlt_name} {strategy} | " + " | ".join(
+                ratio_text(summary[ratio][k]) for k, *_ in metrics) + " |")
+    return lines
