@@ -12,12 +12,10 @@ A run, at N records (300,000 at scale 1), into a fresh schema of its own:
           the seed loaded, the rest are new keys
 
 then the table must equal the model (`expected`): one row per key, each at its last loaded
-version. With ID_OFFSET 0 the seed is as large as the updates (90,000 of 300,000): the generator's
-ids are i (or i % key_count) for the records 0..count-1, so the keys of a run are always 0..K-1
-and a seed larger than the updates would be updated whole. A generator option `id_offset` (record
-i carrying id i + id_offset; not in the generator yet) would let the seed hold more keys than are
-updated: SEED_SHARE 0.7 gives a seed of keys 0..209,999, then 90,000 updates (120,000..209,999)
-and 210,000 new keys (210,000..419,999).
+version. The generator's `id_offset` (record i carrying id i + id_offset) lets the seed hold more
+keys than the timed run updates: SEED_SHARE 0.7 gives a seed of keys 0..209,999, then 90,000
+updates (120,000..209,999, new names and values) and 210,000 new keys (210,000..419,999), while
+120,000 seeded keys stay as they were, which tells a merge from a replace.
 
 No dependency on bench.py: the scenario, the model, the SQL that checks a table against it, and
 our side's YAML.
@@ -33,10 +31,9 @@ from typing import Optional
 
 MERGE_N = 300_000
 # The share of N that the timed run updates (keys the seed loaded), and the seed's size over N;
-# the timed ids start at (SEED_SHARE - UPDATE_SHARE) x N, which needs the generator option
-# `id_offset` when not 0.
+# the timed ids start at (SEED_SHARE - UPDATE_SHARE) x N (the generator's `id_offset`).
 UPDATE_SHARE = 0.3
-SEED_SHARE = 0.3
+SEED_SHARE = 0.7
 SEED_START = "2023-01-01T00:00:00Z"
 TIMED_START = "2024-01-01T00:00:00Z"
 TABLE = "items"

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <iterator>
 #include <random>
@@ -17,6 +18,7 @@
 #include "bizon/clock.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
+#include "http/json_page.h"
 
 namespace bizon {
 namespace {
@@ -29,6 +31,15 @@ constexpr size_t kMaxIdentifierBytes = 63;
 constexpr std::string_view kLoadIdColumn = "_bizon_load_id";
 constexpr std::string_view kLoadLog = "_bizon_loads";
 constexpr std::string_view kLoadSequence = "_bizon_load_id_seq";
+constexpr std::string_view kMergeStagingSuffix = "_merge";
+constexpr std::string_view kRejectedSuffix = "__rejected";
+// A merge row's position in its load and its delete flag, beside the load id in staging.
+constexpr std::string_view kSequenceColumn = "_bizon_seq";
+constexpr std::string_view kDeletedColumn = "_bizon_deleted";
+
+std::string RejectedTableName(std::string_view table) {
+  return std::string(table) + std::string(kRejectedSuffix);
+}
 
 Status DestinationError(StatusCode code, std::string message) {
   return Status(code, std::move(message), FailureClass::kDestination);
@@ -93,7 +104,7 @@ std::optional<PgColumnType> ParsePgColumnType(std::string_view type) {
   std::string t = Upper(type);
   if (t == "STRING" || t == "TEXT" || t == "VARCHAR") return PgColumnType::kText;
   if (t == "INTEGER" || t == "INT" || t == "INT64" || t == "BIGINT") return PgColumnType::kBigint;
-  if (t == "NUMBER" || t == "FLOAT" || t == "FLOAT64" || t == "DOUBLE") {
+  if (t == "NUMBER" || t == "FLOAT" || t == "FLOAT64" || t == "DOUBLE" || t == "DOUBLE PRECISION") {
     return PgColumnType::kDouble;
   }
   if (t == "NUMERIC" || t == "DECIMAL" || t == "BIGNUMERIC") return PgColumnType::kNumeric;
@@ -261,69 +272,101 @@ struct PostgresDestination::RowEncoder {
     return Status::Ok();
   }
 
-  /// Appends the record's values in the order of `columns` (tab-separated, no row end). As the
-  /// file destination: the record's keys must be exactly the schema's.
+  /// The kind of a value whose JSON type is `type`; a number counts as an integer when it fits
+  /// a bigint exactly.
+  static JsonKind KindOf(simdjson::ondemand::value& value, simdjson::ondemand::json_type type) {
+    switch (type) {
+      case simdjson::ondemand::json_type::null:
+        return JsonKind::kNull;
+      case simdjson::ondemand::json_type::string:
+        return JsonKind::kString;
+      case simdjson::ondemand::json_type::boolean:
+        return JsonKind::kBoolean;
+      case simdjson::ondemand::json_type::object:
+        return JsonKind::kObject;
+      case simdjson::ondemand::json_type::array:
+        return JsonKind::kArray;
+      case simdjson::ondemand::json_type::number:
+        break;
+    }
+    std::string_view token = TrimRight(value.raw_json_token());
+    int64_t integer = 0;
+    auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), integer);
+    return error == std::errc() && end == token.data() + token.size() ? JsonKind::kInteger
+                                                                      : JsonKind::kNumber;
+  }
+
+  /// Appends the record's values in the order of `columns` (tab-separated, no row end).
+  /// Under SchemaContract::kExact the record's keys must be exactly the schema's, as the file
+  /// destination wants them. Under a contract a missing key is NULL, and each value that does not
+  /// fit (an unknown key, a value of another kind) is listed in `found`: with kDiscardValue
+  /// it is written as NULL and the row appended; otherwise a row with problems is not appended.
   template <typename Columns>
   Status AppendUnnested(std::string& out, std::string_view payload, std::string_view record_id,
-                        std::string_view table, const Columns& columns) {
-    padded.assign(payload);
-    padded.append(simdjson::SIMDJSON_PADDING, '\0');
-    simdjson::ondemand::document document;
-    if (auto error = parser.iterate(padded.data(), payload.size(), padded.size()).get(document)) {
-      return DestinationError(StatusCode::kInvalidArgument,
-                              fmt::format("record {} is not valid JSON: {}", record_id,
-                                          simdjson::error_message(error)));
-    }
+                        std::string_view table, const Columns& columns, SchemaContract contract,
+                        std::vector<FitProblem>& found) {
+    found.clear();
     simdjson::ondemand::object object;
-    if (document.get_object().get(object)) {
-      return DestinationError(StatusCode::kInvalidArgument,
-                              fmt::format("record {} is not a JSON object", record_id));
-    }
+    BIZON_RETURN_IF_ERROR(ParseObject(payload, record_id, object));
     slots.resize(columns.size());
     present.assign(columns.size(), 0);
     for (std::string& slot : slots) slot.clear();
-    size_t seen = 0;
+    bool exact = contract == SchemaContract::kExact;
     for (auto field_result : object) {
       simdjson::ondemand::field field;
       std::string_view key;
-      if (auto error = std::move(field_result).get(field)) {
-        return DestinationError(StatusCode::kInvalidArgument,
-                                fmt::format("record {} is not valid JSON: {}", record_id,
-                                            simdjson::error_message(error)));
-      }
-      if (auto error = field.unescaped_key().get(key)) {
-        return DestinationError(StatusCode::kInvalidArgument,
-                                fmt::format("record {} is not valid JSON: {}", record_id,
-                                            simdjson::error_message(error)));
-      }
+      if (auto error = std::move(field_result).get(field)) return NotJson(record_id, error);
+      if (auto error = field.unescaped_key().get(key)) return NotJson(record_id, error);
       size_t index = 0;
       while (index < columns.size() && columns[index].name != key) ++index;
-      if (index == columns.size()) {
+      if (index < columns.size() && present[index] != 0) {
+        return DestinationError(StatusCode::kInvalidArgument,
+                                fmt::format("record {} has key '{}' twice", record_id, key));
+      }
+      simdjson::ondemand::value value = field.value();
+      if (!exact) {
+        simdjson::ondemand::json_type type;
+        if (auto error = value.type().get(type)) return NotJson(record_id, error);
+        JsonKind kind = KindOf(value, type);
+        if (index == columns.size()) {
+          if (kind != JsonKind::kNull) {
+            found.push_back({.column = std::string(key), .kind = kind});
+          }
+          continue;
+        }
+        if (PgFit fit = FitValue(columns[index].type, kind); fit != PgFit::kFits) {
+          found.push_back({.column = std::string(key),
+                           .kind = kind,
+                           .column_type = columns[index].type,
+                           .fit = fit});
+          slots[index] = "\\N";
+          present[index] = 1;
+          continue;
+        }
+      } else if (index == columns.size()) {
         return DestinationError(
             StatusCode::kInvalidArgument,
             fmt::format("record {} has key '{}', which the record_schema of '{}' does not declare",
                         record_id, key, table));
       }
-      if (present[index] != 0) {
-        return DestinationError(StatusCode::kInvalidArgument,
-                                fmt::format("record {} has key '{}' twice", record_id, key));
-      }
       bool is_null = false;
-      Status encoded = EncodeValue(field.value(), columns[index].type, slots[index], is_null);
+      Status encoded = EncodeValue(value, columns[index].type, slots[index], is_null);
       if (!encoded.ok()) {
         return encoded.WithContext(fmt::format("record {} key '{}'", record_id, key));
       }
       if (is_null) slots[index] = "\\N";
       present[index] = 1;
-      ++seen;
     }
-    if (seen != columns.size()) {
-      size_t missing = 0;
-      while (present[missing] != 0) ++missing;
-      return DestinationError(
-          StatusCode::kInvalidArgument,
-          fmt::format("record {} has no key '{}' declared in the record_schema of '{}'", record_id,
-                      columns[missing].name, table));
+    if (!found.empty() && contract != SchemaContract::kDiscardValue) return Status::Ok();
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (present[i] != 0) continue;
+      if (exact) {
+        return DestinationError(
+            StatusCode::kInvalidArgument,
+            fmt::format("record {} has no key '{}' declared in the record_schema of '{}'",
+                        record_id, columns[i].name, table));
+      }
+      slots[i] = "\\N";
     }
     for (size_t i = 0; i < slots.size(); ++i) {
       if (i != 0) out.push_back('\t');
@@ -331,6 +374,33 @@ struct PostgresDestination::RowEncoder {
     }
     return Status::Ok();
   }
+
+  static Status NotJson(std::string_view record_id, simdjson::error_code error) {
+    return DestinationError(
+        StatusCode::kInvalidArgument,
+        fmt::format("record {} is not valid JSON: {}", record_id, simdjson::error_message(error)));
+  }
+
+  Status ParseObject(std::string_view payload, std::string_view record_id,
+                     simdjson::ondemand::object& object) {
+    padded.assign(payload);
+    padded.append(simdjson::SIMDJSON_PADDING, '\0');
+    if (auto error = parser.iterate(padded.data(), payload.size(), padded.size()).get(document)) {
+      return NotJson(record_id, error);
+    }
+    if (document.get_object().get(object)) {
+      return DestinationError(StatusCode::kInvalidArgument,
+                              fmt::format("record {} is not a JSON object", record_id));
+    }
+    return Status::Ok();
+  }
+
+  simdjson::ondemand::document document;
+  /// Change formats, hard_delete paths and raw-mode keys: a DOM of the record, and the row a
+  /// change event carries, minified.
+  simdjson::dom::parser dom_parser;
+  std::string shaped_row;
+  std::vector<FitProblem> problems;
 };
 
 // -----------------------------------------------------------------------------------------------
@@ -386,6 +456,8 @@ Result<std::unique_ptr<PostgresDestination>> PostgresDestination::Create(
       destination->schemas_[id] = std::move(columns);
     }
   }
+  BIZON_ASSIGN_OR_RETURN(destination->policies_, ReadTablePolicies(context.config));
+  BIZON_RETURN_IF_ERROR(destination->CheckPolicies());
   std::string table = context.config.GetString("table");
   if (table.empty()) table = context.config.GetString("destination_id");
   if (table.empty() && destination->unnest_ && destination->schemas_.size() == 1) {
@@ -433,7 +505,27 @@ Result<PostgresDestination::TableState*> PostgresDestination::TableFor(
     std::string_view table_name) {
   if (auto found = tables_.find(table_name); found != tables_.end()) return &found->second;
   BIZON_RETURN_IF_ERROR(CheckPostgresTableName(table_name, sync_.sync_mode));
-  std::string staging = StagingTableName(table_name, sync_.sync_mode);
+  const TablePolicy& policy = policies_.For(table_name);
+  SyncMode mode =
+      policy.disposition == WriteDisposition::kReplace ? SyncMode::kFullRefresh : sync_.sync_mode;
+  // A merging stream stages its loads beside the table until their cursor is recorded.
+  std::string staging = mode == SyncMode::kStream && policy.merges()
+                            ? std::string(table_name) + std::string(kMergeStagingSuffix)
+                            : StagingTableName(table_name, mode);
+  std::vector<std::string> needed = {staging};
+  if (policy.contract == SchemaContract::kDiscardRow ||
+      policy.contract == SchemaContract::kDiscardValue) {
+    needed.push_back(RejectedTableName(table_name));
+  }
+  for (const std::string& name : needed) {
+    if (name.size() > kMaxIdentifierBytes) {
+      return Fail(DestinationError(
+          StatusCode::kInvalidArgument,
+          fmt::format("a destination id is too long for a postgres table: PostgreSQL keeps {} "
+                      "bytes of a name, and the table it needs ({}) has {}: {}",
+                      kMaxIdentifierBytes, name, name.size(), QuoteDestinationId(table_name))));
+    }
+  }
   for (const auto& [name, other] : tables_) {
     // `x` stages into `x_temp`, the table of the id `x_temp`: publishing one would drop the other.
     if (other.staging == table_name || other.name == staging) {
@@ -444,7 +536,10 @@ Result<PostgresDestination::TableState*> PostgresDestination::TableFor(
                       QuoteDestinationId(table_name), QuoteDestinationId(name))));
     }
   }
-  TableState state{.name = std::string(table_name), .staging = std::move(staging)};
+  TableState state{.name = std::string(table_name),
+                   .staging = std::move(staging),
+                   .mode = mode,
+                   .policy = &policy};
   return &tables_.emplace(state.name, std::move(state)).first->second;
 }
 
@@ -530,29 +625,71 @@ Status PostgresDestination::EnsureLoadLog() {
   return transaction.Commit();
 }
 
+std::string PostgresDestination::StagingDefinitions(const TableState& table,
+                                                    const std::vector<Column>& columns) const {
+  std::string definitions = fmt::format("{}, {} BIGINT", ColumnDefinitions(columns), kLoadIdColumn);
+  if (table.merges()) {
+    definitions += fmt::format(", {} BIGINT, {} BOOLEAN", kSequenceColumn, kDeletedColumn);
+  }
+  return definitions;
+}
+
+std::string PostgresDestination::CopyColumns(const TableState& table,
+                                             const std::vector<Column>& columns) const {
+  std::string list = fmt::format("{}, {}", ColumnList(columns), kLoadIdColumn);
+  if (table.merges()) list += fmt::format(", {}, {}", kSequenceColumn, kDeletedColumn);
+  return list;
+}
+
+template <typename... Args>
+Status PostgresDestination::ForgetRejected(const TableState& table, std::string_view condition,
+                                           const Args&... args) {
+  if (table.policy->contract != SchemaContract::kDiscardRow &&
+      table.policy->contract != SchemaContract::kDiscardValue) {
+    return Status::Ok();
+  }
+  std::string rejected = Qualified(RejectedTableName(table.name));
+  BIZON_ASSIGN_OR_RETURN(PgResult exists,
+                         connection_->Query("SELECT to_regclass($1) IS NOT NULL",
+                                            "look up the rejected records' table", rejected));
+  if (!exists.Bool(0, 0)) return Status::Ok();
+  return connection_->Run(fmt::format("DELETE FROM {} WHERE {}", rejected, condition),
+                          "remove rejected records of loads that will be fetched again", args...);
+}
+
 Status PostgresDestination::Track(TableState& table) {
   BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
   BIZON_RETURN_IF_ERROR(LockTable(table.name));
-  std::string definitions = ColumnDefinitions(*columns);
-  if (sync_.sync_mode != SyncMode::kStream) {
+  std::string definitions = StagingDefinitions(table, *columns);
+  if (table.mode != SyncMode::kStream) {
     // Whatever is staged belongs to an abandoned job, whose rows will be fetched again.
     BIZON_RETURN_IF_ERROR(
         connection_->Run(fmt::format("DROP TABLE IF EXISTS {}", Qualified(table.staging)),
                          "drop a stale staging table"));
     BIZON_RETURN_IF_ERROR(
-        connection_->Run(fmt::format("CREATE TABLE {} ({}, {} BIGINT)", Qualified(table.staging),
-                                     definitions, kLoadIdColumn),
+        connection_->Run(fmt::format("CREATE TABLE {} ({})", Qualified(table.staging), definitions),
                          "create the staging table"));
+    std::string abandoned = fmt::format(
+        "SELECT load_id FROM {} WHERE table_name = $1 AND staging_name = $2"
+        " AND kind <> 'publish' AND job_id <> $3",
+        Qualified(kLoadLog));
+    BIZON_RETURN_IF_ERROR(ForgetRejected(table, fmt::format("{} IN ({})", kLoadIdColumn, abandoned),
+                                         table.name, table.staging, sync_.job_id));
     BIZON_RETURN_IF_ERROR(connection_->Run(
         fmt::format("DELETE FROM {} WHERE table_name = $1 AND staging_name = $2"
                     " AND kind <> 'publish' AND job_id <> $3",
                     Qualified(kLoadLog)),
         "forget the loads of an abandoned job", table.name, table.staging, sync_.job_id));
+  } else if (table.merges()) {
+    // Kept across jobs and members: each applies only its own loads (ApplyMerge()).
+    BIZON_RETURN_IF_ERROR(connection_->Run(
+        fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", Qualified(table.staging), definitions),
+        "create the merge staging table"));
+    BIZON_RETURN_IF_ERROR(EnsureMergeTarget(table, *columns));
   } else {
     std::string qualified = Qualified(table.name);
     BIZON_RETURN_IF_ERROR(
-        connection_->Run(fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} BIGINT)", qualified,
-                                     definitions, kLoadIdColumn),
+        connection_->Run(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", qualified, definitions),
                          "create the destination table"));
     // A table made by a full refresh or by hand lacks the load column; add it (existing rows
     // keep NULL: they belong to no load this destination could roll back).
@@ -611,13 +748,20 @@ Status PostgresDestination::RollBackUncommitted(TableState& table, int64_t commi
                       kLoadIdColumn, kLoadIdColumn, uncommitted),
           "remove rows written after the last committed cursor", sync_.job_id, table.name,
           committed_load));
+  BIZON_RETURN_IF_ERROR(ForgetRejected(
+      table, fmt::format("{} > $3 AND {} IN ({})", kLoadIdColumn, kLoadIdColumn, uncommitted),
+      sync_.job_id, table.name, committed_load));
   BIZON_RETURN_IF_ERROR(connection_->Run(
       fmt::format("DELETE FROM {} WHERE job_id = $1 AND table_name = $2 AND kind = 'write'"
                   " AND load_id > $3",
                   Qualified(kLoadLog)),
       "forget the loads after the last committed cursor", sync_.job_id, table.name,
       committed_load));
-  if (sync_.sync_mode == SyncMode::kStream) {
+  if (table.merges_continuously()) {
+    // The cursor may have been recorded and the run killed before its merge: apply it now
+    // (ApplyMerge() forgets the loads it applies).
+    if (auto merged = ApplyMerge(table, committed_load); !merged) return merged.error();
+  } else if (table.mode == SyncMode::kStream) {
     // A stream job never ends, so its log would only grow: committed loads are final, drop them.
     BIZON_RETURN_IF_ERROR(connection_->Run(
         fmt::format("DELETE FROM {} WHERE job_id = $1 AND table_name = $2 AND kind = 'write'"
@@ -637,6 +781,7 @@ Status PostgresDestination::RollBackUncommitted(TableState& table, int64_t commi
 
 Status PostgresDestination::Open(const Value& resume_state) {
   last_state_ = resume_state;
+  RestoreEvolvedColumns(resume_state);
   BIZON_ASSIGN_OR_RETURN(connection_,
                          PgConnection::Connect(connection_settings_, FailureClass::kDestination));
   quoted_schema_ = connection_->QuoteIdentifier(schema_);
@@ -690,19 +835,17 @@ Status PostgresDestination::Open(const Value& resume_state) {
 // Write.
 
 Status PostgresDestination::AppendRows(const RecordBatch& records, const std::vector<size_t>& rows,
-                                       const std::vector<Column>& columns, int64_t load_id,
-                                       int64_t loaded_at_us) {
+                                       TableState& table, int64_t loaded_at_us) {
   RowEncoder& encoder = *encoder_;
-  std::string load_text = std::to_string(load_id);
+  std::string load_text = std::to_string(load_->load_id);
   std::string& out = encoder.chunk;
   out.clear();
   out.reserve(kCopyChunkBytes + 4096);
   for (size_t i : rows) {
+    BIZON_ASSIGN_OR_RETURN(ShapedRecord shaped, Shape(records, i, table));
     if (unnest_) {
-      std::string_view table =
-          records.destination_id(i).empty() ? default_table_ : records.destination_id(i);
-      BIZON_RETURN_IF_ERROR(
-          encoder.AppendUnnested(out, records.payload(i), records.id(i), table, columns));
+      BIZON_ASSIGN_OR_RETURN(bool written, AppendUnnestedRow(out, records, i, shaped.row, table));
+      if (!written) continue;
     } else {
       encoder.AppendUuid(out);
       out.push_back('\t');
@@ -714,10 +857,15 @@ Status PostgresDestination::AppendRows(const RecordBatch& records, const std::ve
       out.push_back('\t');
       encoder.source_timestamp.Append(out, records.timestamp_us(i));
       out.push_back('\t');
-      AppendCopyText(out, records.payload(i));
+      AppendCopyText(out, shaped.row);
     }
     out.push_back('\t');
     out.append(load_text);
+    if (table.merges()) {
+      out.push_back('\t');
+      out.append(std::to_string(load_->next_seq++));
+      out.append(shaped.deleted ? "\tt" : "\tf");
+    }
     out.push_back('\n');
     if (out.size() >= kCopyChunkBytes) {
       BIZON_RETURN_IF_ERROR(connection_->PutCopyData(out));
@@ -725,6 +873,215 @@ Status PostgresDestination::AppendRows(const RecordBatch& records, const std::ve
     }
   }
   return connection_->PutCopyData(out);
+}
+
+namespace {
+
+/// A change event's row and whether it deletes its key.
+struct DebeziumChange {
+  simdjson::dom::element row;
+  bool deleted = false;
+};
+
+/// Finds the Debezium envelope of `record` (the record itself, the kafka source's `value`, or
+/// the `payload` of the JSON converter's schema wrapper) and reads its row: the after image, or
+/// the before image of a delete (op d).
+Result<DebeziumChange> ReadDebeziumChange(simdjson::dom::element record,
+                                          std::string_view record_id) {
+  std::vector<simdjson::dom::element> candidates = {record};
+  for (const char* pointer : {"/value", "/payload", "/value/payload"}) {
+    simdjson::dom::element candidate;
+    if (!record.at_pointer(pointer).get(candidate)) candidates.push_back(candidate);
+  }
+  for (simdjson::dom::element envelope : candidates) {
+    std::string_view op;
+    if (!envelope.is_object() || envelope.at_key("op").get_string().get(op)) continue;
+    bool deleted = op == "d";
+    if (!deleted && op != "c" && op != "u" && op != "r") {
+      return Fail(DestinationError(
+          StatusCode::kInvalidArgument,
+          fmt::format("record {} is a Debezium event with op '{}', which a merge cannot apply "
+                      "(c, u, r and d can)",
+                      record_id, op)));
+    }
+    simdjson::dom::element row;
+    if (envelope.at_key(deleted ? "before" : "after").get(row) || !row.is_object()) {
+      return Fail(
+          DestinationError(StatusCode::kInvalidArgument,
+                           fmt::format("record {} is a Debezium event (op {}) without its {} image",
+                                       record_id, op, deleted ? "before" : "after")));
+    }
+    return DebeziumChange{.row = row, .deleted = deleted};
+  }
+  return Fail(DestinationError(
+      StatusCode::kInvalidArgument,
+      fmt::format("record {} is not a Debezium change event (no envelope with an op field), and "
+                  "change_format is debezium",
+                  record_id)));
+}
+
+/// The JSON pointer of a split field path (hard_delete's).
+std::string JsonPointer(const std::vector<std::string>& path) {
+  std::string dotted;
+  for (const std::string& part : path) {
+    if (!dotted.empty()) dotted.push_back('.');
+    dotted += part;
+  }
+  return DottedPathToPointer(dotted);
+}
+
+bool IsRawColumn(std::string_view name) {
+  return name == "_bizon_id" || name == "_bizon_extracted_at" || name == "_bizon_loaded_at" ||
+         name == "_source_record_id" || name == "_source_timestamp" || name == "_source_data";
+}
+
+}  // namespace
+
+Result<PostgresDestination::ShapedRecord> PostgresDestination::Shape(const RecordBatch& records,
+                                                                     size_t index,
+                                                                     const TableState& table) {
+  const TablePolicy& policy = *table.policy;
+  std::string_view payload = records.payload(index);
+  bool raw_keys = !unnest_ && table.merges();
+  if (policy.change_format == ChangeFormat::kNone && policy.hard_delete.empty() && !raw_keys) {
+    return ShapedRecord{.row = payload};
+  }
+  RowEncoder& encoder = *encoder_;
+  simdjson::dom::element root;
+  if (auto error = encoder.dom_parser.parse(payload.data(), payload.size()).get(root)) {
+    return Fail(RowEncoder::NotJson(records.id(index), error));
+  }
+  ShapedRecord shaped{.row = payload};
+  simdjson::dom::element row = root;
+  if (policy.change_format == ChangeFormat::kDebezium) {
+    BIZON_ASSIGN_OR_RETURN(DebeziumChange change, ReadDebeziumChange(root, records.id(index)));
+    encoder.shaped_row = simdjson::minify(change.row);
+    shaped.row = encoder.shaped_row;
+    shaped.deleted = change.deleted;
+    row = change.row;
+  }
+  if (simdjson::dom::element mark;
+      !policy.hard_delete.empty() && !row.at_pointer(JsonPointer(policy.hard_delete)).get(mark)) {
+    std::string_view text;
+    bool flag = false;
+    shaped.deleted = shaped.deleted || (!mark.get_bool().get(flag) && flag) ||
+                     (!mark.get_string().get(text) && IsDeleteMark(fmt::format("\"{}\"", text)));
+  }
+  for (const std::string& key : raw_keys ? policy.primary_key : std::vector<std::string>()) {
+    simdjson::dom::element value;
+    if (IsRawColumn(key)) continue;
+    if (row.at_pointer(DottedPathToPointer(key)).get(value) || value.is_null()) {
+      return Fail(DestinationError(
+          StatusCode::kInvalidArgument,
+          fmt::format("record {} has no value for the primary key '{}' of '{}'; a merge needs "
+                      "every key",
+                      records.id(index), key, table.name)));
+    }
+  }
+  return shaped;
+}
+
+Result<bool> PostgresDestination::AppendUnnestedRow(std::string& out, const RecordBatch& records,
+                                                    size_t index, std::string_view row,
+                                                    TableState& table) {
+  RowEncoder& encoder = *encoder_;
+  SchemaContract contract = table.policy->contract;
+  std::vector<FitProblem>& problems = encoder.problems;
+  for (int attempt = 0;; ++attempt) {
+    BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
+    BIZON_RETURN_IF_ERROR(encoder.AppendUnnested(out, row, records.id(index), table.name, *columns,
+                                                 contract, problems));
+    if (problems.empty() || contract == SchemaContract::kDiscardValue) {
+      if (!problems.empty()) SetAside(table, records, index, problems);
+      if (table.merges()) BIZON_RETURN_IF_ERROR(CheckKeys(table, *columns, records.id(index)));
+      return true;
+    }
+    auto refused = std::find_if(problems.begin(), problems.end(), [](const FitProblem& problem) {
+      return problem.column_type && problem.fit == PgFit::kMismatch;
+    });
+    if (contract == SchemaContract::kDiscardRow) {
+      SetAside(table, records, index, problems);
+      return false;
+    }
+    if (contract == SchemaContract::kFreeze || refused != problems.end() || attempt > 0) {
+      const FitProblem& problem = refused != problems.end() ? *refused : problems.front();
+      return Fail(DestinationError(
+          StatusCode::kInvalidArgument,
+          fmt::format("record {} (row {} of its batch) does not fit table '{}' under "
+                      "schema_contract {}: {}; nothing of this load was written",
+                      records.id(index), index, table.name, SchemaContractName(contract),
+                      DescribeProblem(problem))));
+    }
+    BIZON_RETURN_IF_ERROR(EvolveColumns(table, problems, out));
+  }
+}
+
+void PostgresDestination::SetAside(const TableState& table, const RecordBatch& records,
+                                   size_t index, const std::vector<FitProblem>& problems) {
+  std::string reason;
+  for (const FitProblem& problem : problems) {
+    if (!reason.empty()) reason += "; ";
+    reason += DescribeProblem(problem);
+  }
+  load_->rejected.push_back({.table = &table,
+                             .record_id = std::string(records.id(index)),
+                             .reason = std::move(reason),
+                             .record = std::string(records.payload(index))});
+}
+
+Status PostgresDestination::CheckKeys(const TableState& table, const std::vector<Column>& columns,
+                                      std::string_view record_id) const {
+  for (const std::string& key : table.policy->primary_key) {
+    auto column = std::find_if(columns.begin(), columns.end(),
+                               [&](const Column& c) { return c.name == key; });
+    size_t slot = static_cast<size_t>(column - columns.begin());
+    if (column == columns.end() || encoder_->slots[slot] == "\\N") {
+      return DestinationError(
+          StatusCode::kInvalidArgument,
+          fmt::format("record {} has no value for the primary key '{}' of '{}'; a merge needs "
+                      "every key",
+                      record_id, key, table.name));
+    }
+  }
+  return Status::Ok();
+}
+
+Status PostgresDestination::EvolveColumns(TableState& table,
+                                          const std::vector<FitProblem>& problems,
+                                          std::string& pending) {
+  // The rows encoded so far go in with the columns they were encoded for.
+  BIZON_RETURN_IF_ERROR(connection_->PutCopyData(pending));
+  pending.clear();
+  BIZON_RETURN_IF_ERROR(EndAppendCopy());
+  std::vector<Column>& columns = schemas_[table.name];
+  std::string staging = Qualified(table.staging);
+  for (const FitProblem& problem : problems) {
+    std::string column = connection_->QuoteIdentifier(problem.column);
+    if (!problem.column_type) {
+      std::optional<PgColumnType> type = InferredType(problem.kind);
+      if (!type) continue;
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", staging,
+                                       column, PgTypeName(*type)),
+                           "add a column (schema_contract evolve)"));
+      columns.push_back({problem.column, *type});
+      spdlog::info("Postgres destination: added column '{}' ({}) to {}.{}", problem.column,
+                   PgTypeName(*type), schema_, table.name);
+      continue;
+    }
+    PgColumnType widened = WidenedFor(*problem.column_type, problem.kind);
+    BIZON_RETURN_IF_ERROR(
+        connection_->Run(fmt::format("ALTER TABLE {} ALTER COLUMN {} TYPE {} USING {}::{}", staging,
+                                     column, PgTypeName(widened), column, PgTypeName(widened)),
+                         "widen a column (schema_contract evolve)"));
+    for (Column& existing : columns) {
+      if (existing.name == problem.column) existing.type = widened;
+    }
+    spdlog::info("Postgres destination: widened column '{}' of {}.{} from {} to {}", problem.column,
+                 schema_, table.name, PgTypeName(*problem.column_type), PgTypeName(widened));
+  }
+  evolved_[table.name] = true;
+  return BeginTableCopy(table);
 }
 
 Result<std::vector<std::pair<PostgresDestination::TableState*, std::vector<size_t>>>>
@@ -798,10 +1155,12 @@ Status PostgresDestination::Append(const RecordBatch& records, int64_t loaded_at
       BIZON_ASSIGN_OR_RETURN(
           PgResult next, connection_->Query("SELECT nextval($1::regclass)", "allocate a load id",
                                             Qualified(kLoadSequence)));
-      load_.emplace(OpenLoad{.transaction = std::move(transaction), .load_id = next.Int64(0, 0)});
+      load_.emplace(OpenLoad{.transaction = std::move(transaction),
+                             .load_id = next.Int64(0, 0),
+                             .schemas_before = schemas_,
+                             .evolved_before = evolved_});
     }
     for (const auto& [table, rows] : groups) {
-      BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table->name));
       if (load_->copying != table) {
         BIZON_RETURN_IF_ERROR(EndAppendCopy());
         bool tracking = std::find(load_->newly_tracked.begin(), load_->newly_tracked.end(),
@@ -810,24 +1169,82 @@ Status PostgresDestination::Append(const RecordBatch& records, int64_t loaded_at
           BIZON_RETURN_IF_ERROR(Track(*table));
           load_->newly_tracked.push_back(table);
         }
-        BIZON_RETURN_IF_ERROR(connection_->BeginCopy(
-            fmt::format("COPY {} ({}, {}) FROM STDIN", Qualified(table->staging),
-                        ColumnList(*columns), kLoadIdColumn),
-            "load rows with COPY"));
-        load_->copying = table;
+        BIZON_RETURN_IF_ERROR(BeginTableCopy(*table));
       }
-      BIZON_RETURN_IF_ERROR(AppendRows(records, rows, *columns, load_->load_id, loaded_at_us));
+      BIZON_RETURN_IF_ERROR(AppendRows(records, rows, *table, loaded_at_us));
     }
     return Status::Ok();
   }();
-  if (!appended.ok()) load_.reset();  // Rolls the whole load back: the run fails with it.
+  if (!appended.ok()) AbandonLoad();  // Rolls the whole load back: the run fails with it.
   return appended;
+}
+
+void PostgresDestination::AbandonLoad() {
+  if (!load_) return;
+  // The load's DDL rolls back with it, and so do the columns it evolved.
+  schemas_ = std::move(load_->schemas_before);
+  evolved_ = std::move(load_->evolved_before);
+  load_.reset();
+}
+
+Status PostgresDestination::BeginTableCopy(TableState& table) {
+  BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
+  BIZON_RETURN_IF_ERROR(
+      connection_->BeginCopy(fmt::format("COPY {} ({}) FROM STDIN", Qualified(table.staging),
+                                         CopyColumns(table, *columns)),
+                             "load rows with COPY"));
+  load_->copying = &table;
+  return Status::Ok();
+}
+
+Status PostgresDestination::WriteRejected() {
+  std::vector<const TableState*> tables;
+  for (const Rejected& rejected : load_->rejected) {
+    if (std::find(tables.begin(), tables.end(), rejected.table) == tables.end()) {
+      tables.push_back(rejected.table);
+    }
+  }
+  std::string load_text = std::to_string(load_->load_id);
+  for (const TableState* table : tables) {
+    std::string name = Qualified(RejectedTableName(table->name));
+    BIZON_RETURN_IF_ERROR(connection_->Run(
+        fmt::format("CREATE TABLE IF NOT EXISTS {} ({} BIGINT, _bizon_rejected_at TIMESTAMPTZ "
+                    "NOT NULL DEFAULT now(), _source_record_id TEXT, reason TEXT, record JSONB)",
+                    name, kLoadIdColumn),
+        "create the rejected records' table"));
+    BIZON_RETURN_IF_ERROR(connection_->BeginCopy(
+        fmt::format("COPY {} ({}, _source_record_id, reason, record) FROM STDIN", name,
+                    kLoadIdColumn),
+        "set rejected records aside"));
+    std::string out;
+    int64_t count = 0;
+    for (const Rejected& rejected : load_->rejected) {
+      if (rejected.table != table) continue;
+      out += load_text;
+      out.push_back('\t');
+      AppendCopyText(out, rejected.record_id);
+      out.push_back('\t');
+      AppendCopyText(out, rejected.reason);
+      out.push_back('\t');
+      AppendCopyText(out, rejected.record);
+      out.push_back('\n');
+      ++count;
+    }
+    BIZON_RETURN_IF_ERROR(connection_->PutCopyData(out));
+    if (auto copied = connection_->EndCopy(); !copied) return copied.error();
+    spdlog::warn(
+        "Postgres destination: {} records did not fit {}.{} (schema_contract {}); set "
+        "aside with their reason in {}",
+        count, schema_, table->name, SchemaContractName(table->policy->contract), name);
+  }
+  return Status::Ok();
 }
 
 Result<Value> PostgresDestination::Sync() {
   if (!load_) return last_state_;
   Status committed = [&]() -> Status {
     BIZON_RETURN_IF_ERROR(EndAppendCopy());
+    BIZON_RETURN_IF_ERROR(WriteRejected());
     for (const auto& [table, rows] : load_->rows) {
       BIZON_RETURN_IF_ERROR(connection_->Run(
           fmt::format("INSERT INTO {} (load_id, job_id, table_name, staging_name, kind, rows)"
@@ -838,11 +1255,11 @@ Result<Value> PostgresDestination::Sync() {
     return load_->transaction.Commit();
   }();
   if (!committed.ok()) {
-    load_.reset();
+    AbandonLoad();
     return Fail(committed);
   }
   for (TableState* table : load_->newly_tracked) table->tracked = true;
-  last_state_ = Value(Value::Map{{"load_id", Value(load_->load_id)}});
+  last_state_ = StateFor(load_->load_id);
   load_.reset();
   return last_state_;
 }
@@ -873,7 +1290,7 @@ Status PostgresDestination::Publish(TableState& table) {
     std::string main = Qualified(table.name);
     std::string staging = Qualified(table.staging);
     int64_t rows = 0;
-    if (sync_.sync_mode == SyncMode::kFullRefresh) {
+    if (table.mode == SyncMode::kFullRefresh) {
       BIZON_ASSIGN_OR_RETURN(
           PgResult written,
           connection_->Query(fmt::format("SELECT COALESCE(SUM(rows), 0)::bigint FROM {}"
@@ -882,6 +1299,13 @@ Status PostgresDestination::Publish(TableState& table) {
                                          Qualified(kLoadLog)),
                              "count the staged rows", sync_.job_id, table.name));
       rows = written.Int64(0, 0);
+      if (table.merges()) {
+        BIZON_ASSIGN_OR_RETURN(rows, DeduplicateStaging(table));
+        BIZON_RETURN_IF_ERROR(
+            connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}, DROP COLUMN {}", staging,
+                                         kSequenceColumn, kDeletedColumn),
+                             "drop the merge columns"));
+      }
       // The swap: one transaction, so a reader sees the old table or the new one, never a mix.
       BIZON_RETURN_IF_ERROR(
           connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}", staging, kLoadIdColumn),
@@ -891,10 +1315,18 @@ Status PostgresDestination::Publish(TableState& table) {
       BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("ALTER TABLE {} RENAME TO {}", staging,
                                                          connection_->QuoteIdentifier(table.name)),
                                              "swap the staging table in"));
+      // The next merge into the swapped-in table finds its key index.
+      if (table.merges()) BIZON_RETURN_IF_ERROR(EnsureMergeTarget(table, *columns));
+    } else if (table.merges()) {
+      BIZON_RETURN_IF_ERROR(EnsureMergeTarget(table, *columns));
+      BIZON_ASSIGN_OR_RETURN(rows, ApplyMerge(table, std::nullopt));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("DROP TABLE {}", staging), "drop the staging table"));
     } else {
       BIZON_RETURN_IF_ERROR(connection_->Run(
           fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", main, ColumnDefinitions(*columns)),
           "create the destination table"));
+      if (evolved_.contains(table.name)) BIZON_RETURN_IF_ERROR(AlignTable(table.name, *columns));
       std::string list = ColumnList(*columns);
       BIZON_ASSIGN_OR_RETURN(PgResult appended,
                              connection_->Query(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}",
@@ -917,6 +1349,12 @@ Status PostgresDestination::Publish(TableState& table) {
   return Status::Ok();
 }
 
+Status PostgresDestination::OnCursorRecorded(const Value& state) {
+  const Value* load = state.is_map() ? state.Find("load_id") : nullptr;
+  if (load == nullptr || !load->is_integer() || connection_ == nullptr) return Status::Ok();
+  return ApplyContinuousMerges(load->AsInteger());
+}
+
 Status PostgresDestination::Finalize() {
   if (load_) return InternalError("the postgres destination was finalized with a load open");
   if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();  // Written in place.
@@ -935,6 +1373,271 @@ Status PostgresDestination::OnJobSucceeded() {
   return connection_->Run(
       fmt::format("DELETE FROM {} WHERE job_id = $1 AND kind <> 'publish'", Qualified(kLoadLog)),
       "forget the job's loads", sync_.job_id);
+}
+
+// -----------------------------------------------------------------------------------------------
+// Merge and schema evolution.
+
+Status PostgresDestination::CheckPolicies() const {
+  if (!unnest_) return Status::Ok();  // Raw keys are paths into _source_data.
+  for (const auto& [id, columns] : schemas_) {
+    const TablePolicy& policy = policies_.For(id);
+    if (!policy.merges()) continue;
+    auto declared = [&](std::string_view name) {
+      return std::any_of(columns.begin(), columns.end(),
+                         [&](const Column& column) { return column.name == name; });
+    };
+    for (const std::string& key : policy.primary_key) {
+      if (!declared(key)) {
+        return ConfigError(fmt::format(
+            "destination.config.primary_key: '{}' is not a column of the record_schema of '{}'",
+            key, id));
+      }
+    }
+    if (policy.dedup_sort && !declared(policy.dedup_sort->column) &&
+        policy.contract != SchemaContract::kEvolve) {
+      return ConfigError(fmt::format(
+          "destination.config.dedup_sort.column: '{}' is not a column of the record_schema of "
+          "'{}'",
+          policy.dedup_sort->column, id));
+    }
+  }
+  return Status::Ok();
+}
+
+std::string PostgresDestination::KeyExpression(std::string_view alias, std::string_view key) const {
+  std::string prefix = alias.empty() ? std::string() : std::string(alias) + ".";
+  if (unnest_ || IsRawColumn(key)) return prefix + connection_->QuoteIdentifier(key);
+  std::string path;
+  for (const std::string& part : SplitFieldPath(key)) {
+    if (!path.empty()) path += ", ";
+    path += SqlTextLiteral(part);
+  }
+  return fmt::format("({}_source_data #>> ARRAY[{}])", prefix, path);
+}
+
+std::string PostgresDestination::WinnerQuery(const TableState& table,
+                                             const std::vector<Column>& columns,
+                                             std::string_view where) const {
+  const TablePolicy& policy = *table.policy;
+  std::string keys;
+  for (const std::string& key : policy.primary_key) {
+    if (!keys.empty()) keys += ", ";
+    keys += KeyExpression("s", key);
+  }
+  std::string order = keys;
+  if (policy.dedup_sort) {
+    std::string sort = unnest_ || IsRawColumn(policy.dedup_sort->column)
+                           ? "s." + connection_->QuoteIdentifier(policy.dedup_sort->column)
+                           : fmt::format("(s._source_data #> ARRAY[{}])",
+                                         SqlTextLiteral(policy.dedup_sort->column));
+    order +=
+        fmt::format(", {} {} NULLS LAST", sort, policy.dedup_sort->descending ? "DESC" : "ASC");
+  }
+  // Ties, and no dedup_sort: the record received last wins.
+  order += fmt::format(", s.{} DESC, s.{} DESC", kLoadIdColumn, kSequenceColumn);
+  std::string list;
+  for (const Column& column : columns) {
+    if (!list.empty()) list += ", ";
+    list += "s." + connection_->QuoteIdentifier(column.name);
+  }
+  return fmt::format("SELECT DISTINCT ON ({}) {}, s.{} FROM {} s WHERE {} ORDER BY {}", keys, list,
+                     kDeletedColumn, Qualified(table.staging), where, order);
+}
+
+Status PostgresDestination::EnsureMergeTarget(const TableState& table,
+                                              const std::vector<Column>& columns) {
+  std::string target = Qualified(table.name);
+  BIZON_RETURN_IF_ERROR(connection_->Run(
+      fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target, ColumnDefinitions(columns)),
+      "create the merge target"));
+  std::string keys;
+  for (const std::string& key : table.policy->primary_key) {
+    if (!keys.empty()) keys += ", ";
+    keys += KeyExpression("", key);
+  }
+  bool unique = table.policy->strategy == MergeStrategy::kUpsert;
+  // Named after the table and the kind, so each table has one of each.
+  std::string index = fmt::format(
+      "_bizon_key_{:016x}",
+      static_cast<uint64_t>(AdvisoryLockKey(fmt::format("{}\x1f{}", table.name, unique))));
+  return connection_->Run(
+      fmt::format("CREATE {}INDEX IF NOT EXISTS {} ON {} ({})", unique ? "UNIQUE " : "",
+                  connection_->QuoteIdentifier(index), target, keys),
+      "index the merge key");
+}
+
+Status PostgresDestination::AlignTable(std::string_view target,
+                                       const std::vector<Column>& columns) {
+  std::string qualified = Qualified(target);
+  BIZON_ASSIGN_OR_RETURN(
+      PgResult existing,
+      connection_->Query("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+                         " WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+                         "read the table's columns", qualified));
+  for (const Column& column : columns) {
+    std::optional<PgColumnType> current;
+    bool found = false;
+    for (int row = 0; row < existing.rows() && !found; ++row) {
+      if (existing.Text(row, 0) != column.name) continue;
+      found = true;
+      current = ParsePgColumnType(existing.Text(row, 1));
+    }
+    std::string name = connection_->QuoteIdentifier(column.name);
+    std::string_view type = PgTypeName(column.type);
+    if (!found) {
+      BIZON_RETURN_IF_ERROR(connection_->Run(
+          fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", qualified, name, type),
+          "add an evolved column to the table"));
+    } else if (current && IsWidening(*current, column.type)) {
+      BIZON_RETURN_IF_ERROR(
+          connection_->Run(fmt::format("ALTER TABLE {} ALTER COLUMN {} TYPE {} USING {}::{}",
+                                       qualified, name, type, name, type),
+                           "widen a column of the table"));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> PostgresDestination::ApplyMerge(const TableState& table,
+                                                std::optional<int64_t> through_load) {
+  BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
+  if (evolved_.contains(table.name)) BIZON_RETURN_IF_ERROR(AlignTable(table.name, *columns));
+  // A merging stream applies only this job's loads the recorded cursor covers: another member's
+  // loads share the staging table, and rows past the cursor will be fetched again.
+  std::string where = "TRUE";
+  if (through_load) {
+    where = fmt::format(
+        "s.{} <= {} AND s.{} IN (SELECT load_id FROM {} WHERE job_id = {} AND table_name = {}"
+        " AND kind = 'write')",
+        kLoadIdColumn, *through_load, kLoadIdColumn, Qualified(kLoadLog),
+        SqlTextLiteral(sync_.job_id), SqlTextLiteral(table.name));
+  }
+  constexpr std::string_view kWinners = "_bizon_merge_rows";
+  BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("CREATE TEMP TABLE {} ON COMMIT DROP AS {}",
+                                                     kWinners, WinnerQuery(table, *columns, where)),
+                                         "choose each key's winning row"));
+  std::string target = Qualified(table.name);
+  std::string match;
+  for (const std::string& key : table.policy->primary_key) {
+    if (!match.empty()) match += " AND ";
+    match += fmt::format("{} = {}", KeyExpression("t", key), KeyExpression("m", key));
+  }
+  bool upsert = table.policy->strategy == MergeStrategy::kUpsert;
+  BIZON_RETURN_IF_ERROR(connection_->Run(
+      fmt::format("DELETE FROM {} t USING {} m WHERE {}{}", target, kWinners, match,
+                  upsert ? fmt::format(" AND m.{}", kDeletedColumn) : std::string()),
+      upsert ? "apply the deletes" : "delete the merged keys"));
+  std::string list = ColumnList(*columns);
+  std::string insert = fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE NOT {}", target,
+                                   list, list, kWinners, kDeletedColumn);
+  if (upsert) insert += UpsertClause(table, *columns);
+  BIZON_ASSIGN_OR_RETURN(PgResult inserted, connection_->Query(insert, upsert ? "upsert the rows"
+                                                                              : "insert the rows"));
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("DROP TABLE {}", kWinners), "drop the winning rows"));
+  if (through_load) {
+    BIZON_RETURN_IF_ERROR(
+        connection_->Run(fmt::format("DELETE FROM {} s WHERE {}", Qualified(table.staging), where),
+                         "remove the applied rows from staging"));
+    BIZON_RETURN_IF_ERROR(connection_->Run(
+        fmt::format("DELETE FROM {} WHERE job_id = $1 AND table_name = $2 AND kind = 'write'"
+                    " AND load_id <= $3",
+                    Qualified(kLoadLog)),
+        "forget the applied loads", sync_.job_id, table.name, *through_load));
+  }
+  return inserted.AffectedRows();
+}
+
+std::string PostgresDestination::UpsertClause(const TableState& table,
+                                              const std::vector<Column>& columns) const {
+  std::string keys;
+  for (const std::string& key : table.policy->primary_key) {
+    if (!keys.empty()) keys += ", ";
+    keys += KeyExpression("", key);
+  }
+  std::string updates;
+  for (const Column& column : columns) {
+    const std::vector<std::string>& primary_key = table.policy->primary_key;
+    if (unnest_ &&
+        std::find(primary_key.begin(), primary_key.end(), column.name) != primary_key.end()) {
+      continue;
+    }
+    if (!updates.empty()) updates += ", ";
+    std::string name = connection_->QuoteIdentifier(column.name);
+    updates += fmt::format("{} = EXCLUDED.{}", name, name);
+  }
+  return updates.empty() ? fmt::format(" ON CONFLICT ({}) DO NOTHING", keys)
+                         : fmt::format(" ON CONFLICT ({}) DO UPDATE SET {}", keys, updates);
+}
+
+Result<int64_t> PostgresDestination::DeduplicateStaging(const TableState& table) {
+  BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
+  constexpr std::string_view kWinners = "_bizon_merge_rows";
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("CREATE TEMP TABLE {} ON COMMIT DROP AS {}", kWinners,
+                                   WinnerQuery(table, *columns, "TRUE")),
+                       "choose each key's winning row"));
+  std::string staging = Qualified(table.staging);
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("TRUNCATE {}", staging), "empty the staging table"));
+  std::string list = ColumnList(*columns);
+  BIZON_ASSIGN_OR_RETURN(
+      PgResult kept,
+      connection_->Query(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE NOT {}", staging,
+                                     list, list, kWinners, kDeletedColumn),
+                         "keep each key's winning row"));
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("DROP TABLE {}", kWinners), "drop the winning rows"));
+  return kept.AffectedRows();
+}
+
+Status PostgresDestination::ApplyContinuousMerges(int64_t through_load) {
+  std::vector<const TableState*> merging;
+  for (const auto& [name, table] : tables_) {
+    if (table.tracked && table.merges_continuously()) merging.push_back(&table);
+  }
+  if (merging.empty()) return Status::Ok();
+  // Every table's merge in one transaction: readers see all of a cursor's changes or none.
+  BIZON_ASSIGN_OR_RETURN(PgTransaction transaction, PgTransaction::Begin(*connection_));
+  for (const TableState* table : merging) {
+    BIZON_RETURN_IF_ERROR(LockTable(table->name));
+    if (auto merged = ApplyMerge(*table, through_load); !merged) return merged.error();
+  }
+  return transaction.Commit();
+}
+
+Value PostgresDestination::StateFor(int64_t load_id) const {
+  Value state(Value::Map{{"load_id", Value(load_id)}});
+  if (evolved_.empty()) return state;
+  Value::Map tables;
+  for (const auto& [name, evolved] : evolved_) {
+    auto schema = schemas_.find(name);
+    if (!evolved || schema == schemas_.end()) continue;
+    Value::List columns;
+    for (const Column& column : schema->second) {
+      columns.push_back(Value(Value::Map{{"name", Value(column.name)},
+                                         {"type", Value(std::string(PgTypeName(column.type)))}}));
+    }
+    tables.emplace_back(name, Value(std::move(columns)));
+  }
+  state.Set("columns", Value(std::move(tables)));
+  return state;
+}
+
+void PostgresDestination::RestoreEvolvedColumns(const Value& state) {
+  const Value* tables = state.is_map() ? state.Find("columns") : nullptr;
+  if (tables == nullptr || !tables->is_map()) return;
+  for (const auto& [name, list] : tables->AsMap()) {
+    if (!list.is_list()) continue;
+    std::vector<Column> columns;
+    for (const Value& column : list.AsList()) {
+      std::optional<PgColumnType> type = ParsePgColumnType(column.GetString("type"));
+      if (type) columns.push_back({column.GetString("name"), *type});
+    }
+    schemas_[name] = std::move(columns);
+    evolved_[name] = true;
+  }
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -978,6 +1681,8 @@ ConfigSpec PostgresDestinationSpec() {
                      .unknown_keys = UnknownKeys::kError};
   std::vector<FieldSpec> tls = PgTlsFields();
   spec.fields.insert(spec.fields.end(), tls.begin(), tls.end());
+  std::vector<FieldSpec> disposition = WriteDispositionFields();
+  spec.fields.insert(spec.fields.end(), disposition.begin(), disposition.end());
   return spec;
 }
 
@@ -992,6 +1697,7 @@ Status RegisterPostgresDestination(ConnectorRegistry& registry) {
       // Each member's loads are logged under its own job, and Open() rolls back exactly those.
       .concurrent_members = true,
       .check_destination_id = CheckPostgresTableName,
+      .check_config = CheckTablePolicies,
       .destination_id_keys = {"table"},
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         BIZON_ASSIGN_OR_RETURN(auto destination, PostgresDestination::Create(context));

@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "common/write_disposition.h"
+#include "connectors/destinations/postgres/postgres_schema.h"
 #include "postgres/postgres_client.h"
 
 namespace bizon {
@@ -81,6 +83,8 @@ class PostgresDestination final : public Destination {
   bool CanAppend() const override { return true; }
   Status Append(const RecordBatch& records, int64_t loaded_at_us) override;
   Result<Value> Sync() override;
+  /// A merging stream table applies the loads the recorded cursor covers (see merge.md).
+  Status OnCursorRecorded(const Value& state) override;
   Status Finalize() override;
   Status OnJobSucceeded() override;
 
@@ -91,16 +95,42 @@ class PostgresDestination final : public Destination {
   };
   /// One destination table as this job sees it.
   struct TableState {
-    std::string name;        // The published table.
-    std::string staging;     // Where Write() loads: name + suffix, or name itself for a stream.
+    std::string name;     // The published table.
+    std::string staging;  // Where Write() loads: name + suffix, or name itself for a stream.
+    /// How the table is materialised: the sync mode, or a full refresh for
+    /// `write_disposition: replace`.
+    SyncMode mode = SyncMode::kFullRefresh;
+    const TablePolicy* policy = nullptr;
     bool tracked = false;    // This job has logged the table (and, staged, emptied its staging).
     bool published = false;  // Finalize() committed its publish.
+    bool merges() const { return policy->merges(); }
+    /// Merged after each recorded cursor (a stream), not at Finalize().
+    bool merges_continuously() const { return merges() && mode == SyncMode::kStream; }
+  };
+  /// A record refused under a discard_* schema contract, kept for `<table>__rejected`.
+  struct Rejected {
+    const TableState* table = nullptr;
+    std::string record_id;
+    std::string reason;
+    std::string record;
+  };
+  /// What a record is once its change format and hard_delete are read: the row to write (the
+  /// payload itself, or a part of it) and whether it deletes its key.
+  struct ShapedRecord {
+    std::string_view row;
+    bool deleted = false;
   };
 
   explicit PostgresDestination(const DestinationContext& context);
 
+  /// The merge options against the declared columns: keys and dedup_sort name columns.
+  Status CheckPolicies() const;
   Result<TableState*> TableFor(std::string_view table_name);
   Result<const std::vector<Column>*> ColumnsFor(std::string_view table_name) const;
+  /// COPY's column list for `table`: its columns, the load id, and for a merge the row's
+  /// position in the load and its delete flag.
+  std::string CopyColumns(const TableState& table, const std::vector<Column>& columns) const;
+  std::string StagingDefinitions(const TableState& table, const std::vector<Column>& columns) const;
   std::string Qualified(std::string_view table) const;
   std::string ColumnDefinitions(const std::vector<Column>& columns) const;
   std::string ColumnList(const std::vector<Column>& columns) const;
@@ -116,16 +146,64 @@ class PostgresDestination final : public Destination {
       const RecordBatch& records);
   /// Ends the COPY in progress of the open load, if any, adding its rows to the table's count.
   Status EndAppendCopy();
-  Status AppendRows(const RecordBatch& records, const std::vector<size_t>& rows,
-                    const std::vector<Column>& columns, int64_t load_id, int64_t loaded_at_us);
+  Status BeginTableCopy(TableState& table);
+  /// Drops the open load (its transaction rolls back) and the columns it evolved.
+  void AbandonLoad();
+  Status AppendRows(const RecordBatch& records, const std::vector<size_t>& rows, TableState& table,
+                    int64_t loaded_at_us);
+  /// The row and delete flag of record `index` under `table`'s change format and hard_delete.
+  Result<ShapedRecord> Shape(const RecordBatch& records, size_t index, const TableState& table);
+  /// Encodes one unnested row under the table's schema contract: evolves the columns (ending
+  /// and restarting the COPY around the DDL), refuses (freeze), or sets the record aside
+  /// (discard_*). False when the row is not to be written.
+  Result<bool> AppendUnnestedRow(std::string& out, const RecordBatch& records, size_t index,
+                                 std::string_view row, TableState& table);
+  Status EvolveColumns(TableState& table, const std::vector<FitProblem>& problems,
+                       std::string& pending);
+  void SetAside(const TableState& table, const RecordBatch& records, size_t index,
+                const std::vector<FitProblem>& problems);
+  /// A merge row's key columns all hold a value (after the row was encoded).
+  Status CheckKeys(const TableState& table, const std::vector<Column>& columns,
+                   std::string_view record_id) const;
+  Status WriteRejected();
+  /// Deletes the rows of `<table>__rejected` (when the table has one) matching `condition`.
+  template <typename... Args>
+  Status ForgetRejected(const TableState& table, std::string_view condition, const Args&... args);
   Status Publish(TableState& table);
+
+  // Merge (postgres_merge.cc).
+  /// Creates the merge target (and the index on its key) when missing.
+  Status EnsureMergeTarget(const TableState& table, const std::vector<Column>& columns);
+  /// Gives `target` every column of `columns`, widening those of a narrower type.
+  Status AlignTable(std::string_view target, const std::vector<Column>& columns);
+  /// Applies the staged rows of `table` (only this job's loads up to `through_load` when set)
+  /// to its target: winners by key, deletes, then removes what it applied. In the caller's
+  /// transaction. Returns the rows it applied.
+  Result<int64_t> ApplyMerge(const TableState& table, std::optional<int64_t> through_load);
+  /// ON CONFLICT (key) DO UPDATE SET every other column.
+  std::string UpsertClause(const TableState& table, const std::vector<Column>& columns) const;
+  /// The full refresh of a merging table: its staging keeps one row per key, no deletes.
+  /// Returns the rows kept.
+  Result<int64_t> DeduplicateStaging(const TableState& table);
+  Status ApplyContinuousMerges(int64_t through_load);
+  std::string KeyExpression(std::string_view alias, std::string_view key) const;
+  std::string WinnerQuery(const TableState& table, const std::vector<Column>& columns,
+                          std::string_view where) const;
+  /// What Sync() returns: the load id, and the columns of the tables evolve changed.
+  Value StateFor(int64_t load_id) const;
+  /// Takes back the evolved columns a resumed job's state records.
+  void RestoreEvolvedColumns(const Value& state);
 
   SyncMetadata sync_;
   PgConnectionSettings connection_settings_;
   std::string schema_;
   std::string default_table_;
   bool unnest_ = false;
+  TablePolicies policies_;
+  /// The columns of each unnested table: the declared ones, plus what evolve added or widened
+  /// (`evolved_` names those tables; their columns go into the state recorded with the cursor).
   std::map<std::string, std::vector<Column>, std::less<>> schemas_;
+  std::map<std::string, bool, std::less<>> evolved_;
   std::vector<Column> raw_columns_;
 
   std::unique_ptr<PgConnection> connection_;
@@ -141,6 +219,11 @@ class PostgresDestination final : public Destination {
     TableState* copying = nullptr;
     std::vector<std::pair<TableState*, int64_t>> rows;
     std::vector<TableState*> newly_tracked;
+    int64_t next_seq = 0;            // A merge row's position in the load.
+    std::vector<Rejected> rejected;  // Written into `<table>__rejected` at Sync().
+    /// The columns before the load evolved any: a failed load rolls its DDL back, and these.
+    std::map<std::string, std::vector<Column>, std::less<>> schemas_before;
+    std::map<std::string, bool, std::less<>> evolved_before;
   };
   std::optional<OpenLoad> load_;
   /// What the last committed load returned ({"load_id": N}), or the resumed job's state.

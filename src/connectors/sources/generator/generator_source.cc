@@ -17,6 +17,7 @@ GeneratorSource::GeneratorSource(const SourceContext& context)
       page_size_(context.config.GetInteger("page_size", 1000)),
       payload_bytes_(context.config.GetInteger("payload_bytes", 0)),
       key_count_(context.config.GetInteger("key_count", 0)),
+      id_offset_(context.config.GetInteger("id_offset", 0)),
       delete_every_(context.config.GetInteger("delete_every", 0)),
       // Whole microseconds, the resolution of every timestamp bizon keeps.
       interval_us_(
@@ -52,7 +53,7 @@ Result<SourceIteration> GeneratorSource::Page(const Value& pagination, int64_t b
     json.clear();
     // With key_count, record i changes the row of key i % key_count: the records past the
     // first key_count are updates (and, with delete_every, some of them deletes).
-    int64_t key = key_count_ > 0 ? i % key_count_ : i;
+    int64_t key = (key_count_ > 0 ? i % key_count_ : i) + id_offset_;
     fmt::format_to(std::back_inserter(json),
                    R"({{"id":{},"name":"record-{}","updated_at":"{}","value":{})", key, i,
                    FormatIsoTimestamp(UpdatedAt(i)), (i * 7919) % 1000);
@@ -117,6 +118,12 @@ Status RegisterGeneratorSource(ConnectorRegistry& registry) {
                              .description = "Distinct ids: record i has id i % key_count, so "
                                             "records past the first key_count update earlier "
                                             "ones (0: every id distinct).",
+                             .default_value = Value(0),
+                             .minimum = 0},
+                            {.name = "id_offset",
+                             .type = FieldType::kInteger,
+                             .description = "Added to every id (after key_count), so that two "
+                                            "runs can share some ids and not others.",
                              .default_value = Value(0),
                              .minimum = 0},
                             {.name = "delete_every",

@@ -30,6 +30,7 @@ class GeneratorSource final : public Source {
   int64_t page_size_;
   int64_t payload_bytes_;
   int64_t key_count_;
+  int64_t id_offset_;
   int64_t delete_every_;
   int64_t interval_us_;
   int64_t start_us_ = 0;
