@@ -6,11 +6,30 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-scripts/install-deps.sh --with-test-servers --with-fuzz --with-lint
-scripts/build.sh dev
-scripts/python-env.sh
+
+# Each phase's wall time and outcome, printed as a table at the end (also on failure).
+phases=()
+phase() {
+  local name="$1"
+  shift
+  local started=$SECONDS outcome=ok
+  "$@" || outcome="failed ($?)"
+  phases+=("$(printf '%-28s %6d s  %s' "$name" $((SECONDS - started)) "$outcome")")
+  [[ $outcome == ok ]]
+}
+timing_table() {
+  echo
+  echo "test.sh phases (wall time):"
+  printf '  %s\n' "${phases[@]}"
+  printf '  %-28s %6d s\n' "total" "$SECONDS"
+}
+trap timing_table EXIT
+
+phase "install" scripts/install-deps.sh --with-test-servers --with-fuzz --with-lint
+phase "build (dev)" scripts/build.sh dev
+phase "python environments" scripts/python-env.sh
 # The BigQuery and GCS emulators' virtualenv (a no-op when it is up to date).
-scripts/emulators-env.sh
+phase "emulators environment" scripts/emulators-env.sh
 
 # intercept_tls_get_addr=0: with glibc 2.36, GCC 12's LeakSanitizer can record a dlopen'ed
 # module's dynamic TLS block (a Python extension's, such as pydantic-core's) at a bogus address
@@ -22,17 +41,19 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # PostgreSQL, Kafka, RabbitMQ and the Google emulators on loopback (every server in
 # scripts/test-servers.sh), stopped again on exit. They start in parallel: 20-30 s the first
 # time on a machine (Maven fetches the Kafka broker's jars once), 8-12 s after that.
+started=$SECONDS
 eval "$(scripts/test-servers.sh start)"
-trap 'scripts/test-servers.sh stop' EXIT
+phases+=("$(printf '%-28s %6d s  %s' "test servers" $((SECONDS - started)) ok)")
+trap 'scripts/test-servers.sh stop; timing_table' EXIT
 
 status=0
 # Formatting and clang-tidy over the build's compile commands (every finding fails the run).
-scripts/lint.sh build/dev || status=$?
-ctest --preset dev || status=$?
-BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" \
-  || status=$?
+phase "lint" scripts/lint.sh build/dev || status=1
+phase "unit tests (ctest)" ctest --preset dev || status=1
+phase "end-to-end (pytest)" env BIZON_BIN="$root/build/dev/bizon" \
+  "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" || status=1
 # The installed binary (and the .deb) runs the quickstart with nothing of the build tree.
-tests/install/test_install.sh build/dev || status=$?
+phase "install test" tests/install/test_install.sh build/dev || status=1
 # Each libFuzzer target for 30 s on its corpus (fuzz/README.md).
-fuzz/run.sh 30 || status=$?
+phase "fuzz" fuzz/run.sh 30 || status=1
 exit $status
