@@ -96,6 +96,9 @@ Result<ResolvedRun> ResolveRun(const LoadedConfig& config, const ConnectorRegist
   const PipelineSettings& settings = run.settings;
   run.python_source_path = settings.source_config.GetString("source_file_path");
   run.python_options.call_timeout = settings.python_timeout;
+  if (const Value* streams = config.config.Find("streams"); streams != nullptr) {
+    run.python_options.streams = *streams;
+  }
   run.transforms_config = config.config.Find("transforms");
   run.source_descriptor = registry.FindSource(settings.key.source_name);
   run.destination_descriptor = registry.FindDestination(settings.destination_name);

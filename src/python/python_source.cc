@@ -421,7 +421,9 @@ Result<std::unique_ptr<Source>> OpenPythonSource(const std::string& path,
     py::tuple opened;
     {
       python::CallScope scope(options.call_timeout);
-      opened = python::Runtime().attr("open_source")(path, context.stream, config);
+      py::object streams =
+          options.streams.is_list() ? python::ToPython(options.streams) : py::object(py::none());
+      opened = python::Runtime().attr("open_source")(path, context.stream, config, streams);
     }
     auto class_name = opened[1].cast<std::string>();
     bool incremental = opened[2].cast<bool>();

@@ -23,6 +23,7 @@
 #include "bizon/registry.h"
 #include "bizon/source.h"
 #include "bizon/status.h"
+#include "bizon/value.h"
 
 namespace bizon {
 
@@ -39,6 +40,10 @@ struct PythonSourceOptions {
   /// longer than this. Zero: no limit. Only Python bytecode is interrupted: a call blocked inside
   /// C code (a socket read without timeout) fails when it returns to Python.
   std::chrono::milliseconds call_timeout{0};
+  /// The pipeline's top-level `streams:` list, null when it has none. A source constructed with
+  /// it gets set_streams_config() called with the entries (bizon.common.models.StreamConfig)
+  /// before anything else; an entry that does not fit StreamConfig is a config error.
+  Value streams;
 };
 
 /// Loads `path` and lists its streams, for `bizon stream list`, `bizon config validate` and the

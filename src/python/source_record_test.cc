@@ -250,12 +250,23 @@ from bizon.source.models import SourceIteration, SourceRecord
 
 records = [SourceRecord(id=str(i), data={}) for i in range(3)]
 assert SourceIteration(next_pagination={}, records=tuple(records)).records == records
-for bad, name in [({"id": 1}, "dict"), (None, "NoneType"), (models._PythonSourceRecord(id="p", data={}), "SourceRecord")]:
+for bad, name in [(None, "NoneType"), (models._PythonSourceRecord(id="p", data={}), "SourceRecord")]:
     try:
         SourceIteration(next_pagination={}, records=records[:2] + [bad] + records[2:])
         raise AssertionError("accepted " + name)
     except ValueError as exc:
         assert str(exc) == f"SourceIteration.records[2] must be a SourceRecord, got {name}", str(exc)
+
+# A mapping becomes the SourceRecord of its keys, as the original's model converts it (other keys
+# ignored); one that does not make a record says which.
+converted = SourceIteration(next_pagination={}, records=records[:2] + [{"id": 7, "data": {"k": 1}, "other": 0}])
+assert type(converted.records[2]) is SourceRecord and converted.records[2].id == "7"
+assert converted.records[2].data == {"k": 1} and converted.records[:2] == records[:2]
+try:
+    SourceIteration(next_pagination={}, records=records[:2] + [{"id": 1}])
+    raise AssertionError("accepted a mapping without data")
+except ValueError as exc:
+    assert str(exc) == "SourceIteration.records[2]: SourceRecord: missing required field(s) data", str(exc)
 
 # The C loop against the Python one, with an element whose isinstance check empties the list.
 class Sneaky:

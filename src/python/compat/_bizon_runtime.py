@@ -121,6 +121,11 @@ def syntax_error_details(exc):
 
 # --- custom sources -----------------------------------------------------------------------------
 
+# What the hint of a failed import lists (src/python/requirements.txt installs them).
+BUNDLED_PACKAGES = ("The bizon binary bundles pydantic 2, pydantic-extra-types, requests, loguru, pendulum, "
+                    "python-dateutil, pytz, orjson, backoff, tenacity, dpath, PyYAML and python-dotenv")
+
+
 def _module_name(path):
     stem = os.path.splitext(os.path.basename(path))[0]
     name = stem if stem.isidentifier() else "custom_source"
@@ -144,6 +149,14 @@ def load_source_file(path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        sys.modules.pop(name, None)
+        missing = (exc.name or "").split(".")[0]
+        if not missing or missing == "bizon":
+            raise
+        raise ModuleNotFoundError(f"{exc} (imported by {path}). {BUNDLED_PACKAGES}; install other packages "
+                                  "into a Python 3.11 virtualenv and name it in engine.runner.config.python_env",
+                                  name=exc.name) from exc
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -241,16 +254,34 @@ def validate_config(cls, raw):
         raise ContractError(f"source config does not match {config_class.__name__}: {exc}") from None
 
 
-def open_source(path, stream, raw):
-    """(instance, class name, supports_incremental) for the first class serving `stream`."""
+def stream_configs(streams):
+    """The pipeline's top-level `streams:` entries as bizon.common.models.StreamConfig."""
+    from bizon.common.models import StreamConfig
+    from bizon._model import ValidationError
+
+    configs = []
+    for index, entry in enumerate(streams):
+        try:
+            configs.append(StreamConfig(**entry))
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise ContractError(f"streams[{index}] does not match bizon.common.models.StreamConfig: {exc}") from None
+    return configs
+
+
+def open_source(path, stream, raw, streams=None):
+    """(instance, class name, supports_incremental) for the first class serving `stream`. With
+    the pipeline's `streams:` entries, the instance's set_streams_config() gets them first."""
     module = load_source_file(path)
     usable, skipped = source_classes(module, path)
     if not usable:
         raise ContractError(_no_source_message(path, skipped))
-    for cls, streams, incremental in usable:
-        if stream in streams:
+    for cls, streams_of_class, incremental in usable:
+        if stream in streams_of_class:
             config = validate_config(cls, raw)
-            return cls(config), cls.__name__, incremental
+            instance = cls(config)
+            if streams:
+                instance.set_streams_config(stream_configs(streams))
+            return instance, cls.__name__, incremental
     available = [s for _, streams, _ in usable for s in streams]
     raise LookupError(f"Stream {stream} not found. Available streams are {available}")
 

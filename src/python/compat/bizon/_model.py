@@ -147,6 +147,7 @@ else:
         """Declared-fields model: `name: type = default` class attributes, keyword construction."""
 
         __bizon_fields__: typing.ClassVar[dict] = {}
+        __bizon_extra__: typing.ClassVar[str] = "ignore"
 
         def __init_subclass__(cls, **kwargs):
             super().__init_subclass__(**kwargs)
@@ -196,6 +197,12 @@ else:
                     errors.append((name, "field required"))
                     continue
                 object.__setattr__(self, name, value)
+            unknown = [name for name in values if name not in self.__bizon_fields__]
+            if unknown and self.__bizon_extra__ == "forbid":
+                errors.extend((name, "extra fields not permitted") for name in unknown)
+            elif unknown and self.__bizon_extra__ == "allow":
+                for name in unknown:
+                    object.__setattr__(self, name, values[name])
             if errors:
                 raise ValidationError(type(self).__name__, errors)
 
@@ -219,3 +226,31 @@ else:
         def __repr__(self):
             inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__bizon_fields__)
             return f"{type(self).__name__}({inner})"
+
+
+# Models that keep (or refuse) keys they do not declare, whichever base class is in use.
+if PYDANTIC_VERSION >= 2:
+
+    class ExtraAllowModel(BaseModel):
+        model_config = _pydantic.ConfigDict(extra="allow")
+
+    class ExtraForbidModel(BaseModel):
+        model_config = _pydantic.ConfigDict(extra="forbid")
+
+elif PYDANTIC_VERSION == 1:  # pragma: no cover - a user's virtualenv with pydantic 1
+
+    class ExtraAllowModel(BaseModel):
+        class Config:
+            extra = "allow"
+
+    class ExtraForbidModel(BaseModel):
+        class Config:
+            extra = "forbid"
+
+else:  # pragma: no cover
+
+    class ExtraAllowModel(BaseModel):
+        __bizon_extra__ = "allow"
+
+    class ExtraForbidModel(BaseModel):
+        __bizon_extra__ = "forbid"

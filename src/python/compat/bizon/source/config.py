@@ -1,7 +1,7 @@
 """SourceConfig: the common `source:` keys every source's config class extends."""
 
 from enum import Enum
-from typing import Any, Optional
+from typing import List, Optional, Tuple, Union
 
 from bizon._model import BaseModel, Field
 from bizon.source.auth.config import AuthConfig
@@ -14,7 +14,28 @@ class SourceSyncModes(str, Enum):
 
 
 class APIConfig(BaseModel):
-    retry_limit: int = Field(100, description="Retries before giving up on an API call")
+    retry_limit: Optional[int] = Field(100, description="Retries before giving up on an API call")
+
+
+class HttpRetryConfig(BaseModel):
+    """`source.http.retries`: the CappedRetry of the default session."""
+
+    total: int = Field(10, description="Retries of one request, all causes together")
+    backoff_factor: float = Field(2, description="Exponential backoff factor, in seconds")
+    status_forcelist: List[int] = Field([429, 500, 502, 503, 504, 520, 522, 524],
+                                        description="Statuses retried, with or without Retry-After")
+    allowed_methods: List[str] = Field(["GET", "POST"], description="Methods that may be retried")
+    retry_after_max: Optional[float] = Field(120, description="Longest Retry-After wait honoured, in seconds "
+                                                              "(None: as sent)")
+
+
+class HttpConfig(BaseModel):
+    """`source.http`: the policy of the default session (unset: the legacy policy)."""
+
+    timeout: Optional[Union[float, Tuple[float, float]]] = Field(
+        (10, 60), description="(connect, read) timeout of a request that sets none, in seconds")
+    retries: HttpRetryConfig = Field(default_factory=HttpRetryConfig, description="Retry policy")
+    raise_for_status: bool = Field(True, description="Raise on 4xx/5xx responses")
 
 
 class SourceConfig(BaseModel):
@@ -29,4 +50,4 @@ class SourceConfig(BaseModel):
     max_iterations: Optional[int] = Field(None, description="Stop after this iteration index")
     api_config: APIConfig = Field(default_factory=lambda: APIConfig(retry_limit=10), description="API settings")
     init_pipeline: bool = Field(True, description="Kept for compatibility")
-    http: Optional[Any] = Field(None, description="HTTP policy of the default session")
+    http: Optional[HttpConfig] = Field(None, description="HTTP policy of the default session (unset: legacy)")

@@ -86,6 +86,72 @@ except ImportError:
     pass
 
 
+_RECORD_FIELDS = ("id", "data", "timestamp", "destination_id")
+
+
+def _convert_mappings(records, start):
+    """Replaces, from `start` on, each mapping of `records` by the SourceRecord of its id, data,
+    timestamp and destination_id (other keys ignored), as the original's model does; anything
+    else that is not a SourceRecord is a ValueError."""
+    for index in range(start, len(records)):
+        item = records[index]
+        if isinstance(item, SourceRecord):
+            continue
+        if not isinstance(item, Mapping):
+            raise ValueError(f"SourceIteration.records[{index}] must be a SourceRecord, got {type(item).__name__}")
+        try:
+            records[index] = SourceRecord(**{key: item[key] for key in _RECORD_FIELDS if key in item})
+        except ValueError as exc:
+            raise ValueError(f"SourceIteration.records[{index}]: {exc}") from None
+
+
+def _polars():
+    try:
+        import polars
+    except ImportError:
+        raise ImportError("source_record_schema and source_records_to_df need polars, which the bizon binary "
+                          "does not bundle: install it into a Python 3.11 virtualenv and name that virtualenv "
+                          "in engine.runner.config.python_env") from None
+    return polars
+
+
+def source_records_to_df(records):
+    """A polars DataFrame of `records` in the original's queue layout: id, data (its JSON text),
+    timestamp (µs, UTC) and destination_id."""
+    pl = _polars()
+    try:
+        import orjson
+
+        def encode(data):
+            return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except ImportError:  # pragma: no cover - orjson is bundled
+        import json
+
+        def encode(data):
+            return json.dumps(data, ensure_ascii=False)
+
+    return pl.DataFrame(
+        {
+            "id": [record.id for record in records],
+            "data": [encode(record.data) for record in records],
+            "timestamp": [record.timestamp for record in records],
+            "destination_id": [record.destination_id for record in records],
+        },
+        schema=_record_schema(pl),
+    )
+
+
+def _record_schema(pl):
+    return pl.Schema([("id", pl.String), ("data", pl.String),
+                      ("timestamp", pl.Datetime(time_unit="us", time_zone="UTC")), ("destination_id", pl.String)])
+
+
+def __getattr__(name):
+    if name == "source_record_schema":
+        return _record_schema(_polars())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class SourceIteration:
     """One page: `records` and `next_pagination` ({} when the stream is exhausted), plus an
     optional `next_state` handed to the next incremental run as `source_state.state`."""
@@ -105,8 +171,7 @@ class SourceIteration:
         records = list(records)
         index = _first_not_instance(records, SourceRecord)
         if index >= 0:
-            raise ValueError(f"SourceIteration.records[{index}] must be a SourceRecord, "
-                             f"got {type(records[index]).__name__}")
+            _convert_mappings(records, index)
         self.next_pagination = dict(next_pagination)
         self.records: List[SourceRecord] = records
         self.next_state: Optional[Any] = next_state

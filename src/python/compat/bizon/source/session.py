@@ -1,98 +1,92 @@
-"""The default HTTP session of a source: a requests.Session with the original's policies.
+"""The HTTP session a source gets from AbstractSource.get_session(): a requests.Session with
+bizon's policies, the original's constructor (`retries`, `timeout`, `raise_for_status`).
 
-Without `source.http` (the legacy policy): retries on https:// only (total 20, backoff 1, GET and
-POST, 413/429/503 with Retry-After), every 4xx/5xx raises, no timeout. With `source.http`: a
-default timeout, raise_for_status as configured, and retries on the configured statuses that
-honour Retry-After up to retry_after_max seconds.
+The legacy policy (no `source.http`): retries on https:// only (total 20, backoff 1, GET and POST,
+413/429/503 when they carry a Retry-After), every 4xx/5xx raises, no timeout. With `source.http`,
+AbstractSource.get_retry_policy() builds a CappedRetry from it and the session gets its timeout
+and raise_for_status.
 """
 
-from typing import Optional
+from typing import Optional, Tuple, Union
 
 try:
     import requests
     from requests.adapters import HTTPAdapter
     from urllib3.util.retry import Retry
-except ImportError:  # pragma: no cover
+except ImportError:  # pragma: no cover - requests is bundled with the binary
     requests = None
 
 
-def _raise_for_status(response, *args, **kwargs):
+def raise_for_status_hook(response, *args, **kwargs):
+    """Response hook: a 4xx/5xx raises requests.HTTPError (a module-level function, so a session
+    carrying it can be pickled)."""
     response.raise_for_status()
 
 
 if requests is not None:
 
     class CappedRetry(Retry):
-        """Retry that honours Retry-After but never sleeps longer than `retry_after_max`."""
+        """A Retry that honours Retry-After but never waits longer than `max_retry_after` seconds
+        (None: as long as the server asks)."""
 
-        def __init__(self, *args, retry_after_max: Optional[float] = None, **kwargs):
-            self.retry_after_max = retry_after_max
+        def __init__(self, *args, max_retry_after: Optional[float] = None, **kwargs):
             super().__init__(*args, **kwargs)
+            self.max_retry_after = max_retry_after
 
         def new(self, **kwargs):
-            kwargs.setdefault("retry_after_max", self.retry_after_max)
-            return super().new(**kwargs)
+            # urllib3 builds a fresh Retry after each attempt from the arguments it knows.
+            renewed = super().new(**kwargs)
+            renewed.max_retry_after = self.max_retry_after
+            return renewed
 
         def get_retry_after(self, response):
-            value = super().get_retry_after(response)
-            if value is not None and self.retry_after_max is not None:
-                return min(value, self.retry_after_max)
-            return value
+            wait = super().get_retry_after(response)
+            if wait is not None and self.max_retry_after is not None:
+                return min(wait, self.max_retry_after)
+            return wait
 
-    def legacy_retry():
-        return Retry(total=20, backoff_factor=1, status=30, allowed_methods=["GET", "POST"])
+    def legacy_retry_policy() -> Retry:
+        """The policy of a source without `source.http`: without a status list, urllib3 retries
+        only 413, 429 and 503, and only when they carry a Retry-After."""
+        return Retry(total=20, backoff_factor=1, raise_on_status=True, status=30,
+                     allowed_methods=["GET", "POST"])
 
     class Session(requests.Session):
-        def __init__(self, retry=None, timeout=None, raise_for_status: bool = True, **kwargs):
-            super().__init__(**kwargs)
-            self._timeout = timeout
-            adapter = HTTPAdapter(max_retries=retry if retry is not None else legacy_retry(),
-                                  pool_connections=64, pool_maxsize=64)
-            self.mount("https://", adapter)
+        """requests.Session with a retrying adapter on https://, an optional default timeout and
+        (by default) a hook that raises on 4xx/5xx."""
+
+        # requests pickles only the attributes it lists; the timeout travels too.
+        __attrs__ = requests.Session.__attrs__ + ["timeout"]
+
+        def __init__(self, retries: Optional[Retry] = None,
+                     timeout: Optional[Union[float, Tuple[float, float]]] = None,
+                     raise_for_status: bool = True):
+            super().__init__()
+            self.timeout = tuple(timeout) if isinstance(timeout, list) else timeout
             if raise_for_status:
-                self.hooks["response"].append(_raise_for_status)
+                self.hooks["response"] = [raise_for_status_hook]
+            self.mount("https://", HTTPAdapter(max_retries=retries or legacy_retry_policy(), pool_maxsize=64))
+            self._method_mapping = {"GET": self.get, "POST": self.post}
 
-        def request(self, method, url, **kwargs):
-            if self._timeout is not None and kwargs.get("timeout") is None:
-                kwargs["timeout"] = self._timeout
-            return super().request(method, url, **kwargs)
+        def request(self, method, url, *args, **kwargs):
+            if self.timeout is not None:
+                kwargs.setdefault("timeout", self.timeout)
+            return super().request(method, url, *args, **kwargs)
 
-        def call(self, method: str, url: str, content_type: str = "application/json", **kwargs):
+        def call(self, method: str, url: str, content_type: str = "application/json", *args, **kwargs):
+            """GET or POST `url` with the given content type (anything else: KeyError, as the
+            original)."""
             self.headers.update({"content-type": content_type})
-            if method.upper() == "GET":
-                return self.get(url, **kwargs)
-            if method.upper() == "POST":
-                return self.post(url, **kwargs)
-            raise ValueError(f"Session.call supports GET and POST, got {method}")
-
-    def session_from_http_config(http) -> "Session":
-        """The default session for `source.http` (None: the legacy policy)."""
-        if http is None:
-            return Session()
-        if hasattr(http, "model_dump"):
-            http = http.model_dump()
-        elif hasattr(http, "dict") and not isinstance(http, dict):
-            http = http.dict()
-        http = dict(http or {})
-        timeout = http.get("timeout", [10, 60])
-        if isinstance(timeout, list):
-            timeout = tuple(timeout)
-        retries = dict(http.get("retries") or {})
-        retry = CappedRetry(
-            total=retries.get("total", 10),
-            backoff_factor=retries.get("backoff_factor", 2),
-            status_forcelist=retries.get("status_forcelist", [429, 500, 502, 503, 504, 520, 522, 524]),
-            allowed_methods=retries.get("allowed_methods", ["GET", "POST"]),
-            respect_retry_after_header=True,
-            raise_on_status=False,
-            retry_after_max=retries.get("retry_after_max", 120),
-        )
-        return Session(retry=retry, timeout=timeout, raise_for_status=http.get("raise_for_status", True))
+            return self._method_mapping[method](url, *args, **kwargs)
 
 else:  # pragma: no cover
 
+    _MISSING = ("the source's HTTP session needs the requests package, which bizon's build bundles "
+                "(src/python/requirements.txt); it was not found")
+
     class Session:
-        """Stands in when requests is not installed: any use says what to install."""
+        """Stands in when requests is missing, so that a source making no HTTP call still
+        constructs; any use says what is missing."""
 
         auth = None
 
@@ -103,9 +97,11 @@ else:  # pragma: no cover
             pass
 
         def __getattr__(self, name):
-            raise ImportError("the source's HTTP session needs the requests package "
-                              "(bizon's build installs it from src/python/requirements.txt; "
-                              "or pip install requests into your virtualenv)")
+            raise ImportError(_MISSING)
 
-    def session_from_http_config(http):
-        return Session()
+    class CappedRetry:
+        def __init__(self, *args, **kwargs):
+            raise ImportError(_MISSING)
+
+    def legacy_retry_policy():
+        raise ImportError(_MISSING)

@@ -1,9 +1,10 @@
-"""HTTP basic authentication: "<auth_method> base64(username:password)"."""
+"""HTTP basic authentication (RFC 7617): "<auth_method> base64(username:password)"."""
 
 import base64
 
 from bizon._model import BaseModel, Field
-from bizon.source.auth.authenticators._base import AuthBase
+from bizon.source.auth.authenticators._base import params_of
+from bizon.source.auth.authenticators.abstract_token import AbstractHeaderAuthenticator
 
 
 class BasicHttpAuthParams(BaseModel):
@@ -13,16 +14,18 @@ class BasicHttpAuthParams(BaseModel):
     auth_header: str = Field("Authorization", description="Header that carries the credentials")
 
 
-class BasicHttpAuthenticator(AuthBase):
-    def __init__(self, username: str, password: str = "", auth_method: str = "Basic",
-                 auth_header: str = "Authorization"):
-        credentials = base64.b64encode(f"{username}:{password}".encode("utf-8")).decode("ascii")
-        self._header = auth_header
-        self._value = f"{auth_method} {credentials}"
+class BasicHttpAuthenticator(AbstractHeaderAuthenticator):
+    def __init__(self, params: BasicHttpAuthParams):
+        params = params_of(BasicHttpAuthParams, params, "BasicHttpAuthenticator",
+                           ("username", "password", "auth_method", "auth_header"))
+        self._auth_header = params.auth_header
+        self._auth_method = params.auth_method
+        self._token = base64.b64encode(f"{params.username}:{params.password}".encode()).decode("utf-8")
 
-    def get_auth_header(self) -> dict:
-        return {self._header: self._value}
+    @property
+    def auth_header(self) -> str:
+        return self._auth_header
 
-    def __call__(self, request):
-        request.headers.update(self.get_auth_header())
-        return request
+    @property
+    def token(self) -> str:
+        return f"{self._auth_method} {self._token}"

@@ -1,22 +1,27 @@
-"""Cookie authentication: a Cookie header built from a map, plus optional extra headers."""
+"""Cookie authentication: the Cookie header from a map, plus optional extra headers."""
 
-from typing import Dict
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from bizon._model import BaseModel, Field
-from bizon.source.auth.authenticators._base import AuthBase
+from bizon.source.auth.authenticators._base import AuthBase, params_of
 
 
 class CookiesAuthParams(BaseModel):
-    cookies: Dict[str, str] = Field(..., description="Cookie name to value")
-    headers: Dict[str, str] = Field(default_factory=dict, description="Extra request headers")
+    cookies: Mapping[str, str] = Field(..., description="Cookie name to value")
+    headers: Optional[Mapping[str, Any]] = Field({}, description="Extra request headers")
 
 
 class CookiesAuthenticator(AuthBase):
-    def __init__(self, cookies: Dict[str, str], headers: Dict[str, str] = None):
-        self._cookies = dict(cookies)
-        self._headers = dict(headers or {})
+    def __init__(self, params: CookiesAuthParams):
+        super().__init__()
+        params = params_of(CookiesAuthParams, params, "CookiesAuthenticator", ("cookies", "headers"))
+        self.cookies = params.cookies
+        self.headers = params.headers
 
     def __call__(self, request):
-        request.headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self._cookies.items())
-        request.headers.update(self._headers)
+        # requests' own Cookie header (kept when the request already has one).
+        request.prepare_cookies(dict(self.cookies))
+        if self.headers:
+            request.headers.update(self.headers)
         return request

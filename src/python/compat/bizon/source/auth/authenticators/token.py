@@ -1,7 +1,8 @@
 """Token authentication (`api_key`, `bearer`): one header carrying "<auth_method> <token>"."""
 
 from bizon._model import BaseModel, Field
-from bizon.source.auth.authenticators._base import AuthBase
+from bizon.source.auth.authenticators._base import params_of
+from bizon.source.auth.authenticators.abstract_token import AbstractHeaderAuthenticator
 
 
 class TokenAuthParams(BaseModel):
@@ -10,19 +11,17 @@ class TokenAuthParams(BaseModel):
     auth_header: str = Field("Authorization", description="Header that carries the token")
 
 
-class TokenAuthenticator(AuthBase):
-    def __init__(self, token: str, auth_method: str = "Bearer", auth_header: str = "Authorization"):
-        self._token = token
-        self._auth_method = auth_method
-        self._auth_header = auth_header
+class TokenAuthenticator(AbstractHeaderAuthenticator):
+    def __init__(self, params: TokenAuthParams):
+        params = params_of(TokenAuthParams, params, "TokenAuthenticator", ("token", "auth_method", "auth_header"))
+        self._auth_header = params.auth_header
+        self._auth_method = params.auth_method
+        self._token = params.token
+
+    @property
+    def auth_header(self) -> str:
+        return self._auth_header
 
     @property
     def token(self) -> str:
         return f"{self._auth_method} {self._token}" if self._auth_method else self._token
-
-    def get_auth_header(self) -> dict:
-        return {self._auth_header: self.token}
-
-    def __call__(self, request):
-        request.headers.update(self.get_auth_header())
-        return request

@@ -1,0 +1,1 @@
+"""Errors a source can raise or catch."""

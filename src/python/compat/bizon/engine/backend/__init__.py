@@ -1,0 +1,1 @@
+"""Backend enums and table names (the backend itself is the binary's)."""

@@ -1,0 +1,1 @@
+"""Pipeline statuses (the producer and consumer are the binary's)."""

@@ -1,0 +1,1 @@
+"""Runner settings and outcome (the runners are the binary's)."""
