@@ -1380,12 +1380,14 @@ Status PostgresDestination::OnJobSucceeded() {
 
 Status PostgresDestination::CheckPolicies() const {
   if (!unnest_) return Status::Ok();  // Raw keys are paths into _source_data.
-  for (const auto& [id, columns] : schemas_) {
+  for (const auto& entry : schemas_) {
+    const std::string& id = entry.first;
+    const std::vector<Column>& columns = entry.second;
     const TablePolicy& policy = policies_.For(id);
     if (!policy.merges()) continue;
-    auto declared = [&](std::string_view name) {
+    auto declared = [&columns](std::string_view name) {
       return std::any_of(columns.begin(), columns.end(),
-                         [&](const Column& column) { return column.name == name; });
+                         [name](const Column& column) { return column.name == name; });
     };
     for (const std::string& key : policy.primary_key) {
       if (!declared(key)) {
