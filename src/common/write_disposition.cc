@@ -18,8 +18,7 @@ Option DispositionOption() {
 }
 
 Option PrimaryKeyOption() {
-  return Option::List("primary_key", Option::String(""),
-                      "Key columns of a merge (one or more).");
+  return Option::List("primary_key", Option::String(""), "Key columns of a merge (one or more).");
 }
 
 Option StrategyOption() {
@@ -88,10 +87,10 @@ void ApplyPolicyBlock(const Value& block, TablePolicy& policy) {
     }
   }
   if (const Value* value = block.Find("merge_strategy"); value != nullptr && value->is_string()) {
-    policy.strategy = Pick(value->AsString(),
-                           {{"delete-insert", MergeStrategy::kDeleteInsert},
-                            {"upsert", MergeStrategy::kUpsert}},
-                           policy.strategy);
+    policy.strategy =
+        Pick(value->AsString(),
+             {{"delete-insert", MergeStrategy::kDeleteInsert}, {"upsert", MergeStrategy::kUpsert}},
+             policy.strategy);
   }
   if (const Value* sort = block.Find("dedup_sort"); sort != nullptr && sort->is_map()) {
     policy.dedup_sort = DedupSort{.column = sort->GetString("column"),
@@ -169,7 +168,7 @@ std::vector<FieldSpec> WriteDispositionFields() {
 }
 
 std::vector<FieldSpec> TablePolicyFields() {
-  return {DispositionOption(), PrimaryKeyOption(), StrategyOption(),    DedupSortOption(),
+  return {DispositionOption(), PrimaryKeyOption(),   StrategyOption(), DedupSortOption(),
           HardDeleteOption(),  ChangeFormatOption(), ContractOption()};
 }
 
@@ -179,9 +178,8 @@ const TablePolicy& TablePolicies::For(std::string_view table) const {
 }
 
 bool TablePolicies::AnyMerge() const {
-  return default_.merges() || std::any_of(tables_.begin(), tables_.end(), [](const auto& entry) {
-           return entry.second.merges();
-         });
+  return default_.merges() || std::any_of(tables_.begin(), tables_.end(),
+                                          [](const auto& entry) { return entry.second.merges(); });
 }
 
 bool TablePolicies::AnyContract() const {
@@ -205,9 +203,8 @@ Result<TablePolicies> ReadTablePolicies(const Value& config) {
   // The sync mode only matters to the stream rule, which config validate reports.
   std::vector<ConfigRuleViolation> violations = CheckTablePolicies(config, SyncMode::kIncremental);
   if (!violations.empty()) {
-    return Fail(PolicyError(
-        fmt::format("destination.config.{}: {}", violations.front().path,
-                    violations.front().message)));
+    return Fail(PolicyError(fmt::format("destination.config.{}: {}", violations.front().path,
+                                        violations.front().message)));
   }
   return policies;
 }

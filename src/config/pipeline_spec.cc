@@ -37,8 +37,9 @@ FieldSpec RecordSchemasField() {
   FieldSpec column =
       Option::Object("", {Option::String("name").Required(), Option::String("type").Required(),
                           Option::String("description", "")});
-  std::vector<FieldSpec> entry_fields = {Option::String("destination_id").Required(),
-                                         Option::List("record_schema", std::move(column)).Required()};
+  std::vector<FieldSpec> entry_fields = {
+      Option::String("destination_id").Required(),
+      Option::List("record_schema", std::move(column)).Required()};
   // A table's own write disposition and schema contract, over the destination-wide ones.
   for (FieldSpec& policy : TablePolicyFields()) entry_fields.push_back(std::move(policy));
   FieldSpec entry = Option::Object("", std::move(entry_fields));
