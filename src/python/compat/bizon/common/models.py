@@ -2,6 +2,7 @@
 metadata. BizonConfig, the whole pipeline's model, is not provided: the binary validates the
 pipeline (`bizon config validate`)."""
 
+from enum import Enum
 from typing import Any, List, Optional
 
 from bizon._model import BaseModel, ExtraAllowModel, ExtraForbidModel, Field
@@ -21,12 +22,38 @@ class StreamSourceConfig(ExtraAllowModel):
     endpoint: Optional[str] = Field(None, description="API endpoint path")
 
 
-class StreamColumn(ExtraAllowModel):
-    """One column of `streams[].destination.record_schema` (the original's BigQueryColumn keys)."""
+class BigQueryColumnType(str, Enum):
+    BOOLEAN = "BOOLEAN"
+    BYTES = "BYTES"
+    DATE = "DATE"
+    DATETIME = "DATETIME"
+    FLOAT = "FLOAT"
+    FLOAT64 = "FLOAT64"
+    GEOGRAPHY = "GEOGRAPHY"
+    INTEGER = "INTEGER"
+    INT64 = "INT64"
+    NUMERIC = "NUMERIC"
+    BIGNUMERIC = "BIGNUMERIC"
+    JSON = "JSON"
+    RECORD = "RECORD"
+    STRING = "STRING"
+    TIME = "TIME"
+    TIMESTAMP = "TIMESTAMP"
+
+
+class BigQueryColumnMode(str, Enum):
+    NULLABLE = "NULLABLE"
+    REQUIRED = "REQUIRED"
+    REPEATED = "REPEATED"
+
+
+class StreamColumn(BaseModel):
+    """One column of `streams[].destination.record_schema`: the keys and enums of the original's
+    BigQueryColumn (whose module, a destination's, is not provided)."""
 
     name: str = Field(..., description="Column name")
-    type: str = Field(..., description="Column type")
-    mode: str = Field(..., description="NULLABLE, REQUIRED or REPEATED")
+    type: BigQueryColumnType = Field(..., description="Column type")
+    mode: BigQueryColumnMode = Field(..., description="NULLABLE, REQUIRED or REPEATED")
     description: Optional[str] = Field(None, description="Column description")
     default_value_expression: Optional[str] = Field(None, description="Default value expression")
 

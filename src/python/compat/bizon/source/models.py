@@ -186,6 +186,11 @@ class SourceIteration:
         return f"SourceIteration(next_pagination={self.next_pagination!r}, records=<{len(self.records)} records>)"
 
 
+def _utc(moment):
+    """A naive datetime taken as UTC (the backend's job times are UTC)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
 class SourceIncrementalState:
     """The window of an incremental run: `last_run` (start of the previous successful run) and
     `run_started_at` (start of this one), timezone-aware UTC; `state` (the previous run's
@@ -194,11 +199,11 @@ class SourceIncrementalState:
     __slots__ = ("last_run", "state", "cursor_field", "run_started_at")
 
     def __init__(self, *, last_run, state=None, cursor_field=None, run_started_at=None):
-        self.last_run: datetime = _timestamp(last_run, "SourceIncrementalState")
+        self.last_run: datetime = _utc(_timestamp(last_run, "SourceIncrementalState"))
         self.state: dict = {} if state is None else state
         self.cursor_field: Optional[str] = cursor_field
         self.run_started_at: Optional[datetime] = (
-            None if run_started_at is None else _timestamp(run_started_at, "SourceIncrementalState"))
+            None if run_started_at is None else _utc(_timestamp(run_started_at, "SourceIncrementalState")))
 
     def model_dump(self):
         return {"last_run": self.last_run, "state": self.state, "cursor_field": self.cursor_field,
