@@ -115,8 +115,10 @@ void ApplyPolicyBlock(const Value& block, TablePolicy& policy) {
 }
 
 /// The rules one table's policy must keep; `where` is its path for messages.
+/// `sets_merge_options`: the block itself sets hard_delete or dedup_sort (an inherited one is
+/// no mistake in a table that appends).
 void CheckPolicy(const TablePolicy& policy, std::string_view where, SyncMode sync_mode,
-                 std::vector<ConfigRuleViolation>& violations) {
+                 bool sets_merge_options, std::vector<ConfigRuleViolation>& violations) {
   auto at = [&](std::string_view key) {
     return where.empty() ? std::string(key) : fmt::format("{}.{}", where, key);
   };
@@ -137,7 +139,7 @@ void CheckPolicy(const TablePolicy& policy, std::string_view where, SyncMode syn
          .message = "write_disposition: replace swaps the table at the end of a run, and a stream "
                     "run never ends; use append or merge"});
   }
-  if (!policy.merges() && (!policy.hard_delete.empty() || policy.dedup_sort)) {
+  if (!policy.merges() && sets_merge_options) {
     violations.push_back({.path = at(policy.hard_delete.empty() ? "dedup_sort" : "hard_delete"),
                           .message = "hard_delete and dedup_sort apply only with "
                                      "write_disposition: merge"});
@@ -210,25 +212,36 @@ Result<TablePolicies> ReadTablePolicies(const Value& config) {
 }
 
 std::vector<ConfigRuleViolation> CheckTablePolicies(const Value& config, SyncMode sync_mode) {
+  auto sets_merge_options = [](const Value& block) {
+    auto set = [&](std::string_view key) {
+      const Value* value = block.Find(key);
+      return value != nullptr && !value->is_null();
+    };
+    return set("hard_delete") || set("dedup_sort");
+  };
   std::vector<ConfigRuleViolation> violations;
   TablePolicy defaults;
   ApplyPolicyBlock(config, defaults);
   const Value* schemas = config.Find("record_schemas");
   bool every_table_listed = false;
+  bool an_entry_merges = false;
   if (schemas != nullptr && schemas->is_list()) {
     for (size_t i = 0; i < schemas->AsList().size(); ++i) {
       const Value& entry = schemas->AsList()[i];
       if (!entry.is_map()) continue;
       TablePolicy policy = defaults;
       ApplyPolicyBlock(entry, policy);
-      CheckPolicy(policy, fmt::format("record_schemas[{}]", i), sync_mode, violations);
+      CheckPolicy(policy, fmt::format("record_schemas[{}]", i), sync_mode,
+                  sets_merge_options(entry), violations);
       every_table_listed = true;
+      an_entry_merges = an_entry_merges || policy.merges();
     }
   }
   // The destination-wide policy is a table's own when no entry overrides it; with entries, a
-  // merge without a key is reported at the entry that lacks it.
+  // merge without a key is reported at the entry that lacks it, and merge options given for the
+  // entries that merge are no mistake.
   std::vector<ConfigRuleViolation> own;
-  CheckPolicy(defaults, "", sync_mode, own);
+  CheckPolicy(defaults, "", sync_mode, sets_merge_options(config) && !an_entry_merges, own);
   for (ConfigRuleViolation& violation : own) {
     bool about_key = violation.message.starts_with("write_disposition: merge needs");
     if (!(about_key && every_table_listed)) violations.push_back(std::move(violation));
