@@ -102,6 +102,7 @@ CASES = {
         "timeout": 7, "raise_for_status": False,
         "retries": {"total": 3, "backoff_factor": 0, "status_forcelist": [503], "retry_after_max": 0.01}}), {}),
     "dict_records": (source_block("dict_records", "rows"), {}),
+    "data_types": (source_block("data_types", "typed"), {}),
     "packages": (source_block("packages", "packages"), {}),
     "api": (source_block("api", "values"), {}),
     "streams": (source_block("streams", "events", sync_mode="stream", max_iterations=1), {
@@ -179,7 +180,8 @@ def original(tmp_path_factory, echo) -> dict:
 
 def run_ours(bizon, name: str, echo_url: str, engine: dict | None = None, check: int | None = 0):
     bizon.write("config.yml", case_config(name, "ours", echo_url, engine))
-    return bizon.run("run", "config.yml", check=check, timeout=180)
+    # The caller's virtualenv (pytest's own, say) must not stand in for the user's.
+    return bizon.run("run", "config.yml", env={"VIRTUAL_ENV": ""}, check=check, timeout=180)
 
 
 def original_records(original, name: str) -> list[dict]:
@@ -229,6 +231,15 @@ def test_dict_records_are_converted(bizon, original, echo):
     assert without_timestamps(ours) == without_timestamps(expected)
     assert [record["id"] for record in ours] == ["1", "two", "3", "4"]
     assert [record["timestamp"] for record in ours] == [record["timestamp"] for record in expected]
+
+
+def test_data_json_has_no_type_for_is_written_as_the_original_writes_it(bizon, original, echo):
+    expected = original_records(original, "data_types")
+    run_ours(bizon, "data_types", echo)
+    assert without_timestamps(written(bizon.cwd)) == without_timestamps(expected)
+    facts = by_id(expected)
+    assert facts["datetimes"]["aware"] == "2024-05-06T07:08:09.123456+00:00"
+    assert facts["decimal"] == {"whole": 42, "negative": -7, "fraction": 12.5, "exponent": 1500.0}
 
 
 def test_the_original_runtime_packages_import_without_python_env(bizon, original, echo):

@@ -58,8 +58,36 @@ def transform_codec():
     return json.JSONDecoder().scan_once, c_encoder, markers
 
 
-# Source records: json.dumps(data, ensure_ascii=False), the original's producer encoding.
-_record_encoder = json.JSONEncoder(ensure_ascii=False)
+def _record_default(value):
+    """What a record's data holds that json cannot write, as the original 0.6.4 writes it (its
+    orjson encoder): datetimes, dates and times in ISO 8601, UUIDs as text, enum members by their
+    value, dataclasses as objects, UTF-8 bytes as text, a finite Decimal as a number (an int when
+    written without a point or exponent, else a float: digits past a double's are lost, where
+    the original keeps them)."""
+    import dataclasses
+    import decimal
+    import enum
+    import uuid
+    from datetime import date, time
+
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8")
+    if isinstance(value, decimal.Decimal) and value.is_finite():
+        text = str(value)
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# Source records: json.dumps(data, ensure_ascii=False), with the original's extra types.
+_record_encoder = json.JSONEncoder(ensure_ascii=False, default=_record_default)
 
 
 def _make_record_dumps():

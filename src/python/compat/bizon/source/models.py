@@ -105,20 +105,22 @@ def _convert_mappings(records, start):
             raise ValueError(f"SourceIteration.records[{index}]: {exc}") from None
 
 
-def _polars():
+def _polars(name):
     try:
         import polars
     except ImportError:
-        raise ImportError("source_record_schema and source_records_to_df need polars, which the bizon binary "
-                          "does not bundle: install it into a Python 3.11 virtualenv and name that virtualenv "
-                          "in engine.runner.config.python_env") from None
+        from bizon._original import not_provided
+
+        raise not_provided(f"{__name__}.{name}", "it needs polars, which the binary does not bundle: install "
+                           "polars into a Python 3.11 virtualenv and name it in engine.runner.config.python_env"
+                           ) from None
     return polars
 
 
 def source_records_to_df(records):
     """A polars DataFrame of `records` in the original's queue layout: id, data (its JSON text),
     timestamp (µs, UTC) and destination_id."""
-    pl = _polars()
+    pl = _polars("source_records_to_df")
     try:
         import orjson
 
@@ -148,7 +150,7 @@ def _record_schema(pl):
 
 def __getattr__(name):
     if name == "source_record_schema":
-        return _record_schema(_polars())
+        return _record_schema(_polars(name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
