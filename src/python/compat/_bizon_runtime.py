@@ -265,6 +265,39 @@ def _validation_problems(exc):
     return "; ".join(lines) or str(exc)
 
 
+def _warn(message):
+    try:
+        from loguru import logger
+    except ImportError:  # pragma: no cover - loguru is bundled
+        print(f"WARNING: {message}", file=sys.stderr)
+        return
+    logger.warning(message)
+
+
+def undeclared_keys(config_class, raw):
+    """The keys of `raw` that `config_class` neither declares (by name or alias) nor keeps as
+    extras: the model drops them without a word, so they are worth a warning, as the original
+    gives one."""
+    fields = getattr(config_class, "model_fields", None)
+    if isinstance(fields, dict):  # pydantic 2
+        if (getattr(config_class, "model_config", None) or {}).get("extra") == "allow":
+            return []
+        known = set(fields)
+        for field in fields.values():
+            for alias in (getattr(field, "alias", None), getattr(field, "validation_alias", None)):
+                if isinstance(alias, str):
+                    known.add(alias)
+    elif isinstance(getattr(config_class, "__fields__", None), dict):  # pydantic 1
+        if str(getattr(getattr(config_class, "__config__", None), "extra", "")).endswith("allow"):
+            return []
+        known = set(config_class.__fields__) | {field.alias for field in config_class.__fields__.values()}
+    else:  # bizon._model's fallback
+        if getattr(config_class, "__bizon_extra__", "ignore") == "allow":
+            return []
+        known = set(getattr(config_class, "__bizon_fields__", {}))
+    return sorted(key for key in raw if key not in known)
+
+
 def validate_config(cls, raw):
     """Builds the class's config object from the `source:` mapping, or raises ContractError
     with the validation errors."""
@@ -273,6 +306,10 @@ def validate_config(cls, raw):
         raise ContractError(f"{cls.__name__}.get_config_class() must return a class, got {type(config_class).__name__}")
     from bizon._model import ValidationError
 
+    unknown = undeclared_keys(config_class, raw)
+    if unknown:
+        _warn(f"source keys that {config_class.__name__} does not declare are ignored: {', '.join(unknown)} "
+              "(a typo, or a key in the wrong section?)")
     try:
         return config_class(**raw)
     except ValidationError as exc:
