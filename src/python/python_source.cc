@@ -72,7 +72,7 @@ class PythonSource final : public Source {
       : instance_(std::move(instance)),
         class_name_(std::move(class_name)),
         incremental_(incremental),
-        options_(options) {
+        options_(std::move(options)) {
     // What ConvertRecords uses (constructed under the GIL).
     py::module_ models = py::module_::import("bizon.source.models");
     iteration_type_ = models.attr("SourceIteration");
@@ -411,7 +411,7 @@ Result<PythonSourceInfo> InspectPythonSource(const std::string& path,
 
 Result<std::unique_ptr<Source>> OpenPythonSource(const std::string& path,
                                                  const SourceContext& context,
-                                                 PythonSourceOptions options) {
+                                                 const PythonSourceOptions& options) {
   BIZON_RETURN_IF_ERROR(CheckFile(path));
   BIZON_RETURN_IF_ERROR(python::EnsureInterpreter());
   std::string label = fmt::format("custom source file {}", path);

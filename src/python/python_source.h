@@ -71,6 +71,6 @@ Result<PythonSourceInfo> InspectPythonSource(const std::string& path,
 /// timestamp (naive means UTC) and destination_id.
 Result<std::unique_ptr<Source>> OpenPythonSource(const std::string& path,
                                                  const SourceContext& context,
-                                                 PythonSourceOptions options = {});
+                                                 const PythonSourceOptions& options = {});
 
 }  // namespace bizon

@@ -9,7 +9,7 @@ from bizon.source.auth.authenticators.abstract_oauth import AbstractOauth2Authen
 
 try:  # The original's field type: a pendulum DateTime, parsed from ISO 8601 text.
     from pydantic_extra_types.pendulum_dt import DateTime as _ExpiryDate
-except ImportError:  # pragma: no cover - pydantic-extra-types is bundled
+except Exception:  # pragma: no cover - bundled, but needs pydantic 2 (a virtualenv may bring 1)
     _ExpiryDate = datetime
 
 
