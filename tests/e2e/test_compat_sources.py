@@ -200,7 +200,7 @@ def test_authenticators_send_the_same_headers(bizon, original, echo):
     run_ours(bizon, "auth", echo)
     assert without_timestamps(written(bizon.cwd)) == without_timestamps(expected)
     # The original's headers, spelled out: params= and positional params are the same object.
-    headers = {record_id: data["headers"] for record_id, data in by_id(expected).items()}
+    headers = {record_id: data["headers"] for record_id, data in by_id(expected).items() if "headers" in data}
     assert headers["token_keyword"] == {"authorization": "Bearer abc"}
     assert headers["token_positional"] == {"x-api-key": "Token abc"}
     assert headers["token_bare"] == {"authorization": "raw-key"}
@@ -210,6 +210,7 @@ def test_authenticators_send_the_same_headers(bizon, original, echo):
     assert headers["oauth_params"] == {"authorization": "Bearer tok-client-a"}
     assert headers["abstract_oauth"] == {"authorization": "Bearer tok-static-client"}
     assert headers["abstract_header"] == {"x-shop-key": "shop-42"}
+    assert by_id(expected)["token_from_string"] == by_id(expected)["basic_from_string"] == {"header": None}
 
 
 def test_session_policy_and_http_config(bizon, original, echo):

@@ -141,4 +141,13 @@ class AuthEchoSource(PlainSource):
                 data["refresh_body"] = dict(authenticator.build_refresh_request_body())
                 data["expired_after_refresh"] = authenticator.token_has_expired()
             records.append(SourceRecord(id=name, data=data))
+        # A bare token string is not a params object: refused (by the original with an
+        # AttributeError, by ours with a TypeError), never sent as a header.
+        for name, build in (("token_from_string", lambda: TokenAuthenticator("abc")),
+                            ("basic_from_string", lambda: BasicHttpAuthenticator("user:pw"))):
+            try:
+                header = build().get_auth_header()
+            except (TypeError, AttributeError):
+                header = None
+            records.append(SourceRecord(id=name, data={"header": header}))
         return SourceIteration(next_pagination={}, records=records)
