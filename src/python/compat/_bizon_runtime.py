@@ -198,10 +198,15 @@ def _defined_class_names(path):
     return [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
 
 
-def _overrides_get_records_after(cls):
+def _overrides(cls, method):
+    """True when `cls` defines `method` itself (or through a base other than AbstractSource)."""
     from bizon.source.source import AbstractSource
 
-    return getattr(cls, "get_records_after", None) is not AbstractSource.get_records_after
+    return getattr(cls, method, None) is not getattr(AbstractSource, method)
+
+
+def _overrides_get_records_after(cls):
+    return _overrides(cls, "get_records_after")
 
 
 def source_classes(module, path):
@@ -344,7 +349,10 @@ def open_source(path, stream, raw, streams=None):
         if stream in streams_of_class:
             config = validate_config(cls, raw)
             instance = cls(config)
-            if streams:
+            # Only a source that overrides set_streams_config() reads the entries: one that does
+            # not must not fail on `streams:` blocks the original's StreamConfig would refuse
+            # (ours route tables with a destination block alone).
+            if streams and _overrides(cls, "set_streams_config"):
                 instance.set_streams_config(stream_configs(streams))
             return instance, cls.__name__, incremental
     available = [s for _, streams, _ in usable for s in streams]
