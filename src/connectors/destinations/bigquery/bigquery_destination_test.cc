@@ -159,5 +159,70 @@ TEST(BigqueryDestinationTest, StreamTableIdsMustNameProjectDatasetAndTable) {
   EXPECT_TRUE(CheckStreamTableIds(Value::EmptyMap()).empty());
 }
 
+Value MergeConfig() {
+  Value column_id(Value::Map{{"name", "id"}, {"type", "INTEGER"}, {"mode", "REQUIRED"}});
+  Value column_name(Value::Map{{"name", "name"}, {"type", "STRING"}, {"mode", "NULLABLE"}});
+  Value entry(Value::Map{{"destination_id", "users"},
+                         {"record_schema", Value(Value::List{column_id, column_name})}});
+  return Value(Value::Map{{"project_id", "p"},
+                          {"dataset_id", "d"},
+                          {"gcs_buffer_bucket", "b"},
+                          {"unnest", true},
+                          {"record_schemas", Value(Value::List{entry})},
+                          {"write_disposition", "merge"},
+                          {"primary_key", Value(Value::List{Value("id")})}});
+}
+
+std::string CreateError(const Value& config, SyncMode sync_mode = SyncMode::kStream) {
+  DestinationContext context;
+  context.sync.sync_mode = sync_mode;
+  context.config = config;
+  auto created = BigqueryDestination::Create(context);
+  return created ? std::string() : created.error().message();
+}
+
+TEST(BigqueryDestinationTest, MergeAndContractsNeedUnnestTheKeyColumnsAndSynchronousLoads) {
+  EXPECT_EQ(CreateError(MergeConfig()), "");
+  Value raw = MergeConfig();
+  raw.Set("unnest", false);
+  EXPECT_EQ(CreateError(raw),
+            "destination.config.write_disposition: needs unnest: true: the record's keys are the "
+            "columns it reads (the primary_key, the schema, the change's row)");
+  Value contract = MergeConfig();
+  contract.Set("write_disposition", "append");
+  contract.Erase("primary_key");
+  contract.Set("schema_contract", "freeze");
+  EXPECT_EQ(CreateError(contract), "");
+  contract.Set("unnest", false);
+  EXPECT_NE(CreateError(contract).find("destination.config.schema_contract: needs unnest"),
+            std::string::npos);
+  Value unknown_key = MergeConfig();
+  unknown_key.Set("primary_key", Value(Value::List{Value("email")}));
+  EXPECT_EQ(CreateError(unknown_key),
+            "destination.config.record_schemas[0].primary_key: 'email' is not a column of the "
+            "table's record_schema");
+  Value sorted = MergeConfig();
+  sorted.Set("dedup_sort", Value(Value::Map{{"column", "updated_at"}, {"order", "desc"}}));
+  EXPECT_NE(CreateError(sorted).find("record_schemas[0].dedup_sort: 'updated_at' is not a column"),
+            std::string::npos);
+  Value async = MergeConfig();
+  async.Set("async_load", true);
+  EXPECT_NE(CreateError(async).find("destination.config.async_load: a merge loads and applies"),
+            std::string::npos);
+  Value keyless = MergeConfig();
+  keyless.Erase("primary_key");
+  EXPECT_NE(CreateError(keyless).find("merge needs a primary_key"), std::string::npos);
+}
+
+TEST(BigqueryDestinationTest, MergeRowsJobIdsDifferFromTheLoadsOfTheSameRows) {
+  RecordBatch rows;
+  rows.Add("1", R"({"id":1})", 10);
+  std::string load = BigqueryLoadJobId("job", "users", 3, rows, {0});
+  std::string merge = BigqueryRowsJobId("merge", "job", "users", 3, rows, {0});
+  EXPECT_EQ(merge.rfind("bizon_merge_job_", 0), 0U) << merge;
+  EXPECT_EQ(load.substr(load.rfind('_')), merge.substr(merge.rfind('_')));
+  EXPECT_TRUE(BigQueryClient::IsValidJobId(merge));
+}
+
 }  // namespace
 }  // namespace bizon

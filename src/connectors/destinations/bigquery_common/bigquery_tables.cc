@@ -125,6 +125,7 @@ Result<BigqueryTableLayout> BigqueryLayoutFor(const BigqueryRecordSchemas& schem
     layout.columns = BigqueryRawColumns();
   }
   if (schema != schemas.columns.end()) {
+    layout.entry = schema->first;
     if (auto keys = schemas.clustering.find(schema->first); keys != schemas.clustering.end()) {
       layout.clustering = keys->second;
     }

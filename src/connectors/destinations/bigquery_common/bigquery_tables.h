@@ -42,6 +42,8 @@ Result<BigqueryRecordSchemas> ParseBigqueryRecordSchemas(const Value& config, bo
 struct BigqueryTableLayout {
   std::vector<BqColumn> columns;
   std::vector<std::string> clustering;
+  /// The destination_id of the record_schemas entry it comes from; empty: none.
+  std::string entry;
 };
 
 /// The layout of the table a record routed to `destination_id` goes to: its record_schemas
