@@ -56,14 +56,14 @@ def merge_destination(emulators, dataset: str, table: str = "users", **config) -
         "buffer_size": 0, **config}}
 
 
-def model(count: int, first: int = 0) -> dict[int, tuple[str, int]]:
+def model(count: int, keys: int = KEYS) -> dict[int, tuple[str, int]]:
     """The table the generator's records 0..count-1 make: each key's last record, unless that
     one deletes it (generator_source.cc: id i % key_count, deleted past the first key_count
     when i % delete_every == 0)."""
     rows: dict[int, tuple[str, int]] = {}
-    for i in range(first, count):
-        key = i % KEYS
-        if i >= KEYS and i % DELETE_EVERY == 0:
+    for i in range(count):
+        key = i % keys
+        if i >= keys and i % DELETE_EVERY == 0:
             rows.pop(key, None)
         else:
             rows[key] = (f"record-{i}", (i * 7919) % 1000)
@@ -120,12 +120,12 @@ def test_merge_stream_killed_and_resumed_ends_with_the_model_table(
         bizon, google_emulators, dataset, rng, capsys):
     started = time.monotonic()
     count = 3 * KEYS  # Every key inserted, then updated twice; one update in 7 deletes.
-    source = generator("stream", count=count, page_size=1_000, key_count=KEYS,
+    source = generator("stream", count=count, page_size=500, key_count=KEYS,
                        delete_every=DELETE_EVERY, sleep=0.05)
     dest = merge_destination(google_emulators, dataset, merge_strategy="upsert")
     config = bizon.write("p.yml", pipeline("bq-merge-stream", source, dest,
                                            engine=runner("stream")))
-    kills = run_until_complete(bizon, config, rng, kills=20, delays=(0.5, 2.5),
+    kills = run_until_complete(bizon, config, rng, kills=20, delays=(0.3, 1.5),
                                after_kill=no_duplicate_keys(google_emulators, dataset))
     expected = model(count)
     assert_table_is(google_emulators, dataset, expected)
@@ -139,13 +139,13 @@ def test_merge_incremental_runs_killed_and_resumed_end_with_the_model_table(
     started = time.monotonic()
     interval_ms = 0.01
     first, total = 2 * KEYS, 3 * KEYS
-    options = dict(page_size=1_000, key_count=KEYS, delete_every=DELETE_EVERY, sleep=0.05,
+    options = dict(page_size=500, key_count=KEYS, delete_every=DELETE_EVERY, sleep=0.05,
                    interval_ms=interval_ms)
     dest = merge_destination(google_emulators, dataset, merge_strategy="delete-insert")
     config = bizon.write("p.yml", pipeline(
         "bq-merge-inc", generator("incremental", count=first, **options), dest))
     check = no_duplicate_keys(google_emulators, dataset)
-    kills = run_until_complete(bizon, config, rng, kills=10, delays=(0.5, 2.5), after_kill=check)
+    kills = run_until_complete(bizon, config, rng, kills=10, delays=(0.3, 1.5), after_kill=check)
     assert_table_is(google_emulators, dataset, model(first))
 
     # The second run's window holds records first..total-1 only: their updated_at follow the
@@ -156,7 +156,7 @@ def test_merge_incremental_runs_killed_and_resumed_end_with_the_model_table(
                        start=start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), **options)
     bizon.write("p.yml", pipeline("bq-merge-inc", source, dest))
     time.sleep((total - first) * interval_ms / 1000 + 0.2)
-    kills += run_until_complete(bizon, config, rng, kills=10, delays=(0.5, 2.5),
+    kills += run_until_complete(bizon, config, rng, kills=10, delays=(0.3, 1.5),
                                 after_kill=check)
     expected = model(total)
     assert_table_is(google_emulators, dataset, expected)
@@ -174,13 +174,7 @@ def test_a_full_refresh_merge_publishes_the_merged_run_and_replaces_the_table(
     config = bizon.write("p.yml", pipeline("bq-merge-fr", generator(count=2 * keys, **options),
                                            dest))
     bizon.run("run", config, check=0)
-    expected: dict[int, tuple[str, int]] = {}
-    for i in range(2 * keys):
-        if i >= keys and i % DELETE_EVERY == 0:
-            expected.pop(i % keys, None)
-        else:
-            expected[i % keys] = (f"record-{i}", (i * 7919) % 1000)
-    assert_table_is(google_emulators, dataset, expected)
+    assert_table_is(google_emulators, dataset, model(2 * keys, keys))
     # A second full refresh of fewer records replaces the table: keys it does not hold are gone.
     bizon.write("p.yml", pipeline("bq-merge-fr", generator(count=keys // 2, **options), dest))
     bizon.run("run", config, check=0)

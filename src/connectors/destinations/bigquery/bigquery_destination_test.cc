@@ -2,14 +2,19 @@
 // table names, the partition-field checks of spec 8.1.6, and the rule on a streams block.
 #include "connectors/destinations/bigquery/bigquery_destination.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bizon/clock.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/destination_record.h"
+#include "google/google_test_support.h"
 
 namespace bizon {
 namespace {
@@ -222,6 +227,63 @@ TEST(BigqueryDestinationTest, MergeRowsJobIdsDifferFromTheLoadsOfTheSameRows) {
   EXPECT_EQ(merge.rfind("bizon_merge_job_", 0), 0U) << merge;
   EXPECT_EQ(load.substr(load.rfind('_')), merge.substr(merge.rfind('_')));
   EXPECT_TRUE(BigQueryClient::IsValidJobId(merge));
+}
+
+// A run that died after its MERGE ran and before its cursor was recorded: the resumed run loads
+// the same rows as its same n-th load, finds the MERGE's job id DONE and does not run it again
+// (the emulator would run a repeated job id a second time, as a new job).
+TEST(BigqueryDestinationEmulatorTest, AMergeThatRanBeforeItsCursorWasRecordedIsNotRunAgain) {
+  BIZON_REQUIRE_BIGQUERY_EMULATOR();
+  if (std::getenv("STORAGE_EMULATOR_HOST") == nullptr) {
+    BIZON_SKIP_OR_FAIL("STORAGE_EMULATOR_HOST is unset (scripts/test-servers.sh start gcs)");
+  }
+  auto client = BigQueryClient::Make({.project = "test-project"});
+  ASSERT_TRUE(client) << client.error().ToString();
+  std::string dataset = fmt::format("merge_once_{}_{}", getpid(), NowMicros() % 1000000000);
+  ASSERT_TRUE((*client)->InsertDataset({.dataset = dataset}));
+  Value config = MergeConfig();
+  config.Set("project_id", "test-project");
+  config.Set("dataset_id", dataset);
+  config.Set("gcs_buffer_bucket", std::getenv("BIZON_GCS_BUCKET") != nullptr
+                                      ? std::getenv("BIZON_GCS_BUCKET")
+                                      : "bizon-buffer");
+  config.Set("destination_id", "users");
+  DestinationContext context;
+  context.sync = {.name = "merge-once",
+                  .job_id = "job_merge_once",
+                  .source_name = "src",
+                  .stream_name = "users",
+                  .sync_mode = SyncMode::kStream,
+                  .destination_name = "bigquery"};
+  context.config = config;
+  RecordBatch records;
+  records.Add("a", R"({"id":1,"name":"one"})", 10);
+  records.Add("b", R"({"id":2,"name":"two"})", 10);
+  records.Add("c", R"({"id":1,"name":"one again"})", 10);
+  std::string merge_id =
+      BigqueryRowsJobId("merge", "job_merge_once", "users", 1, records, {0, 1, 2});
+  BigQueryJobRef ref{.project = "test-project", .job_id = merge_id};
+  std::string created;
+  for (int run = 0; run < 2; ++run) {
+    auto destination = BigqueryDestination::Create(context);
+    ASSERT_TRUE(destination) << destination.error().ToString();
+    ASSERT_TRUE((*destination)->Open(Value()).ok());  // No cursor was recorded.
+    auto written = (*destination)->Write(records, 20);
+    ASSERT_TRUE(written) << written.error().ToString();
+    auto job = (*client)->GetJob(ref);
+    ASSERT_TRUE(job) << job.error().ToString();
+    std::string time = job->resource.FindPath("statistics.creationTime")->ToDisplayString();
+    if (run == 0) created = time;
+    EXPECT_EQ(time, created) << "the MERGE ran again";
+  }
+  auto rows = (*client)->RunQuery(
+      {.job_id = BigQueryClient::RandomJobId("test")},
+      {.query = fmt::format("SELECT id, name FROM `test-project.{}.users` ORDER BY id", dataset)});
+  ASSERT_TRUE(rows) << rows.error().ToString();
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(rows->rows[0][1].ToDisplayString(), "one again");
+  EXPECT_EQ(rows->rows[1][1].ToDisplayString(), "two");
+  EXPECT_TRUE((*client)->DeleteDataset("test-project", dataset, true).ok());
 }
 
 }  // namespace

@@ -291,12 +291,10 @@ Status BigqueryDestination::LoadMergeStaging(const TableState& table,
   std::vector<BqColumn> columns = MergeStagingColumns(table.columns);
   BigQueryTable wanted{.ref = staging,
                        .schema = ToBigQuerySchema(columns),
-                       .description = BigqueryStagingOwner(sync_.job_id),
                        .expiration_time_ms = NowMicros() / 1000 + kMergeStagingLifetimeMs};
-  auto created = bigquery_->InsertTable(wanted, /*exists_ok=*/true);
-  if (!created) {
-    return BigqueryDestinationContext(created.error(), "creating table " + staging.ToString());
-  }
+  // One this job made earlier (a resumed run's) is kept, one of another job made again.
+  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, wanted, /*staged=*/true, sync_.job_id,
+                                             /*on_abandoned=*/nullptr));
   BIZON_ASSIGN_OR_RETURN(std::string object, Upload(table, sequence, file));
   BigQueryLoadConfig load;
   load.source_uris = {fmt::format("gs://{}/{}", bucket_, object)};
@@ -325,8 +323,8 @@ Status BigqueryDestination::MergeLoad(TableWrite& write, const RecordBatch& reco
       BigqueryRowsJobId("merge", sync_.job_id, table.name, sequence, records, indices);
   // A table per load, named after the load's rows: a resumed run that cut its flush elsewhere
   // never reads another load's rows.
-  BigQueryTableRef staging =
-      Ref(fmt::format("{}__bizon_merge_{}", table.name, load_id.substr(load_id.size() - 16)));
+  BigQueryTableRef staging = Ref(fmt::format("{}__bizon_merge_{}_{}", table.name, sequence,
+                                             load_id.substr(load_id.size() - 16)));
   auto earlier = bigquery_->GetJob(JobRef(merge_id));
   if (earlier && earlier->done() && !earlier->error) {
     // The run that died after this MERGE and before its cursor: applied once already.

@@ -172,6 +172,11 @@ Result<std::optional<ChangeRow>> ReadChangeRow(std::string_view payload, std::st
 
 std::vector<BqColumn> MergeStagingColumns(const std::vector<BqColumn>& columns) {
   std::vector<BqColumn> out = columns;
+  // A delete's image may name its key only (a Debezium before image under PostgreSQL's
+  // REPLICA IDENTITY DEFAULT): the staging table takes it, the MERGE inserts no delete.
+  for (BqColumn& column : out) {
+    if (column.mode == BqColumnMode::kRequired) column.mode = BqColumnMode::kNullable;
+  }
   out.push_back({.name = std::string(kMergeOrdinalColumn),
                  .type = BqColumnType::kInteger,
                  .mode = BqColumnMode::kRequired});

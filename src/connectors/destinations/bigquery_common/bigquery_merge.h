@@ -60,8 +60,8 @@ struct ChangeRow {
 Result<std::optional<ChangeRow>> ReadChangeRow(std::string_view payload, std::string_view record_id,
                                                const TablePolicy& policy);
 
-/// The columns of a merge load's staging table: `columns`, then the ordinal (INT64) and the
-/// deleted flag (BOOL).
+/// The columns of a merge load's staging table: `columns` (REQUIRED ones NULLABLE: a delete may
+/// name its key only), then the ordinal (INT64) and the deleted flag (BOOL).
 std::vector<BqColumn> MergeStagingColumns(const std::vector<BqColumn>& columns);
 
 /// The MERGE statement that applies the rows of `staging` (MergeStagingColumns of `columns`) to

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bizon/clock.h"
-#include "testing/test_servers.h"
+#include "google/google_test_support.h"
 
 namespace bizon {
 namespace {
@@ -121,7 +121,7 @@ std::vector<BqColumn> Columns() {
           {"version", BqColumnType::kInteger, BqColumnMode::kNullable, ""}};
 }
 
-TEST(MergeStatementTest, StagingColumnsAddTheOrdinalAndTheDeleteFlagAndRelaxNothingElse) {
+TEST(MergeStatementTest, StagingColumnsAddTheOrdinalAndTheDeleteFlagAndTakeKeyOnlyDeletes) {
   std::vector<BqColumn> staging = MergeStagingColumns(Columns());
   ASSERT_EQ(staging.size(), 5u);
   EXPECT_EQ(staging[3].name, "_bizon_ordinal");
@@ -131,6 +131,7 @@ TEST(MergeStatementTest, StagingColumnsAddTheOrdinalAndTheDeleteFlagAndRelaxNoth
   // A delete's image may hold its key only (a Debezium before image under REPLICA IDENTITY
   // DEFAULT): the staging table takes it; the MERGE inserts no delete.
   EXPECT_EQ(staging[0].mode, BqColumnMode::kNullable);
+  EXPECT_EQ(staging[3].mode, BqColumnMode::kRequired);
 }
 
 TEST(MergeStatementTest, UpsertAndDeleteInsertText) {
@@ -168,14 +169,6 @@ TEST(MergeStatementTest, UpsertAndDeleteInsertText) {
 }
 
 // ---- against the BigQuery emulator ---------------------------------------------------------
-
-#define REQUIRE_EMULATOR()                                                             \
-  do {                                                                                 \
-    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                            \
-      BIZON_SKIP_OR_FAIL(                                                              \
-          "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start bigquery)"); \
-    }                                                                                  \
-  } while (false)
 
 class MergeEmulatorTest : public ::testing::Test {
  protected:
@@ -251,7 +244,7 @@ constexpr std::string_view kLoad =
     "(5, NULL, NULL, 6, true)";
 
 TEST_F(MergeEmulatorTest, UpsertKeepsTheLastRowOfAKeyAndAppliesDeletes) {
-  REQUIRE_EMULATOR();
+  BIZON_REQUIRE_BIGQUERY_EMULATOR();
   Tables(std::string(kLoad));
   Merge(bizon::Merge({"id"}, MergeStrategy::kUpsert));
   // Upsert updates both rows of key 3.
@@ -260,14 +253,14 @@ TEST_F(MergeEmulatorTest, UpsertKeepsTheLastRowOfAKeyAndAppliesDeletes) {
 }
 
 TEST_F(MergeEmulatorTest, DeleteInsertReplacesEveryRowOfAKey) {
-  REQUIRE_EMULATOR();
+  BIZON_REQUIRE_BIGQUERY_EMULATOR();
   Tables(std::string(kLoad));
   Merge(bizon::Merge({"id"}, MergeStrategy::kDeleteInsert));
   EXPECT_EQ(Rows(), (std::vector<std::string>{"1:one-b:2", "3:three-b:2", "4:four:1"}));
 }
 
 TEST_F(MergeEmulatorTest, DedupSortPicksTheWinnerBothWays) {
-  REQUIRE_EMULATOR();
+  BIZON_REQUIRE_BIGQUERY_EMULATOR();
   Tables(std::string(kLoad));
   TablePolicy policy = bizon::Merge({"id"}, MergeStrategy::kDeleteInsert);
   policy.dedup_sort = DedupSort{.column = "version", .descending = true};
@@ -282,7 +275,7 @@ TEST_F(MergeEmulatorTest, DedupSortPicksTheWinnerBothWays) {
 }
 
 TEST_F(MergeEmulatorTest, ACompositeKeyMatchesOnEveryColumn) {
-  REQUIRE_EMULATOR();
+  BIZON_REQUIRE_BIGQUERY_EMULATOR();
   Tables("(3, 'three', 7, 0, false), (1, 'uno', 7, 1, false)");
   Merge(bizon::Merge({"id", "name"}, MergeStrategy::kDeleteInsert));
   EXPECT_EQ(Rows(), (std::vector<std::string>{"1:one:1", "1:uno:7", "2:two:1", "3:three:7",
