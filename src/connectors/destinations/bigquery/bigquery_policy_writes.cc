@@ -19,7 +19,7 @@ namespace bizon {
 namespace {
 
 /// How long a merge load's staging table outlives a run that died before dropping it.
-constexpr int64_t kMergeStagingLifetimeMs = 24 * 3600 * 1000;
+constexpr int64_t kMergeStagingLifetimeMs = int64_t{24} * 3600 * 1000;
 
 /// The definition ALTER TABLE ... ADD COLUMN takes: its type (an ARRAY for REPEATED). Always
 /// NULLABLE: BigQuery adds no REQUIRED column to a table that has rows.
@@ -317,6 +317,7 @@ Status BigqueryDestination::MergeLoad(TableWrite& write, const RecordBatch& reco
                                       int64_t sequence, const std::string& file) {
   TableState& table = *write.table;
   std::vector<size_t> indices;
+  indices.reserve(write.shaped.size());
   for (const ShapedRow& row : write.shaped) indices.push_back(row.record);
   std::string load_id = BigqueryLoadJobId(sync_.job_id, table.name, sequence, records, indices);
   std::string merge_id =

@@ -26,14 +26,32 @@ constexpr std::string_view kDefaultStream = "default_stream";
 /// Refused rows quoted in the error; the rest are counted.
 constexpr size_t kRowErrorsQuoted = 3;
 
+/// The table-policy options this destination takes: CDC merges by key in sequence-number order,
+/// so no merge_strategy or dedup_sort, and it writes the declared columns (no schema_contract).
+bool TakesPolicyOption(std::string_view name) {
+  return name == "write_disposition" || name == "primary_key" || name == "hard_delete" ||
+         name == "change_format";
+}
+
+/// Whether `name` is one of the table-policy options (common/write_disposition.h).
+bool IsTablePolicyOption(std::string_view name) {
+  std::vector<FieldSpec> options = TablePolicyFields();
+  return std::any_of(options.begin(), options.end(),
+                     [&](const FieldSpec& option) { return option.name == name; });
+}
+
 std::vector<FieldSpec> BigqueryStreamingV2Fields() {
   std::vector<FieldSpec> fields = BigqueryDatasetFields();
+  FieldSpec record_schemas = BigqueryRecordSchemasField();
+  std::erase_if(record_schemas.items[0].fields, [](const FieldSpec& field) {
+    return IsTablePolicyOption(field.name) && !TakesPolicyOption(field.name);
+  });
   const std::vector<FieldSpec> own = {
       BigqueryTimePartitioningField(/*nullable=*/true),
       BigqueryEnforcePartitioningField(),
       BigqueryAuthenticationField(),
       BigqueryMaxRowsPerRequestField(),
-      BigqueryRecordSchemasField(),
+      std::move(record_schemas),
       BigqueryTablePrefixField(),
       BigqueryWriteModeField(),
       {.name = "max_staleness_minutes",
@@ -47,7 +65,9 @@ std::vector<FieldSpec> BigqueryStreamingV2Fields() {
        .minimum = 0},
   };
   fields.insert(fields.end(), own.begin(), own.end());
-  for (FieldSpec& policy : WriteDispositionFields()) fields.push_back(std::move(policy));
+  for (FieldSpec& policy : WriteDispositionFields()) {
+    if (TakesPolicyOption(policy.name)) fields.push_back(std::move(policy));
+  }
   return fields;
 }
 
