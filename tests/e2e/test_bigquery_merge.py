@@ -22,7 +22,7 @@ from conftest_google import GoogleApiError, google_emulators  # noqa: F401 (fixt
 from support.paths import PYTHON_DATA
 from support.pipelines import generator, pipeline, runner
 from support.processes import run_until_complete
-from support.python import needs_custom_source
+from support.python import needs_custom_source, needs_transforms
 from support.results import State, parse_sql_time
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261207"))
@@ -219,3 +219,42 @@ def test_merge_config_errors_name_the_option_and_its_line(bizon, google_emulator
     assert result.returncode != 0
     assert "destination.config.write_disposition: needs unnest: true" in \
         result.stderr + result.stdout
+
+
+# Records from index 1,500 on carry a new field, and from 2,500 on a fractional value.
+EVOLVING = """
+index = int(data["name"].split("-")[1])
+if index >= 1500:
+    data["tier"] = "t" + str(index % 3)
+if index >= 2500:
+    data["value"] = data["value"] + 0.5
+"""
+
+
+@needs_transforms
+def test_an_evolving_merge_killed_and_resumed_adds_and_widens_its_columns_once(
+        bizon, google_emulators, dataset, rng, capsys):
+    started = time.monotonic()
+    keys, count = 1_000, 3_000
+    source = generator("stream", count=count, page_size=100, key_count=keys,
+                       delete_every=DELETE_EVERY, sleep=0.05)
+    dest = merge_destination(google_emulators, dataset, merge_strategy="upsert",
+                             schema_contract="evolve")
+    config = bizon.write("p.yml", pipeline(
+        "bq-merge-evolve", source, dest, engine=runner("stream"),
+        transforms=[{"label": "evolve", "python": EVOLVING}]))
+    kills = run_until_complete(bizon, config, rng, kills=6, delays=(0.3, 1.5),
+                               after_kill=no_duplicate_keys(google_emulators, dataset))
+    found = google_emulators.query(
+        f"SELECT id, name, value, tier FROM `{google_emulators.project}.{dataset}.users` "
+        f"ORDER BY id")
+    expected = model(count, keys)
+    assert [int(row["id"]) for row in found] == sorted(expected)
+    for row in found:
+        name, base = expected[int(row["id"])]
+        index = int(name.split("-")[1])
+        assert row["name"] == name
+        assert float(row["value"]) == (base + 0.5 if index >= 2500 else base)
+        assert row["tier"] == (f"t{index % 3}" if index >= 1500 else None)
+    emit(capsys, "stream (upsert, evolve)", kills, len(found), started)
+    assert kills >= 6

@@ -863,9 +863,6 @@ Status BigqueryDestination::OnJobSucceeded() {
 namespace {
 
 std::vector<ConfigRuleViolation> CheckBigqueryConfig(const Value& config, SyncMode sync_mode) {
-  // The table policies' own rules first: Create() would stop at the first of them.
-  std::vector<ConfigRuleViolation> policies = CheckTablePolicies(config, sync_mode);
-  if (!policies.empty()) return policies;
   return BigqueryConfigViolations(config, sync_mode, [](const DestinationContext& context) {
     auto created = BigqueryDestination::Create(context);
     return created ? Status::Ok() : created.error();
