@@ -23,7 +23,9 @@ reasons table of /bigquery/docs/error-messages):
   (multipart/related: the job resource, then the data, not labelled ``*/*``); the report lists
   each under ``uploads``;
 * ``POST .../datasets``, ``GET .../datasets/D``, ``POST .../datasets/D/tables``, ``GET``,
-  ``PATCH``, ``DELETE .../tables/T``; 404 ``notFound`` and 409 ``duplicate`` as BigQuery.
+  ``PATCH``, ``DELETE .../tables/T``; 404 ``notFound`` and 409 ``duplicate`` as BigQuery; a
+  table's ``tableConstraints.primaryKey`` (1 to 16 of its columns), ``maxStaleness`` (INTERVAL
+  text) and ``expirationTime`` (int64 milliseconds as a string) are checked.
 
 Behaviour is set through control endpoints (the C++ tests run this file as a process, like
 fake_gcs_resumable.py): ``POST /_fake/token {"token": "t"}`` requires ``Authorization: Bearer
