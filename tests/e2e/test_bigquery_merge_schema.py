@@ -162,3 +162,22 @@ def test_discard_value_loads_the_record_without_the_refused_value(
     assert [(row["_source_record_id"], row["_bizon_column"], row["_bizon_value"])
             for row in rejected] == [("13", "color", '"red"'), ("13", "value", '"n/a"'),
                                      ("3", "value", '"n/a"'), ("8", "value", '"n/a"')]
+
+
+def test_evolve_infers_the_columns_of_a_table_without_a_record_schema(
+        bizon, google_emulators, dataset):
+    emulators = google_emulators
+    dest = destination(emulators, dataset, "evolve")
+    # The entries name other tables: `items` takes its columns from its records.
+    dest["config"]["record_schemas"] = [
+        {"destination_id": name, "record_schema": [{"name": "x", "type": "STRING",
+                                                    "mode": "NULLABLE"}]}
+        for name in ("other_a", "other_b")]
+    run(bizon, "bq-inferred", dest, "data['ratio'] = data['value'] / 7")
+    rows, types = query(emulators, f"SELECT * FROM `{emulators.project}.{dataset}.items` "
+                                   f"ORDER BY id")
+    assert types == {"id": "INTEGER", "name": "STRING", "updated_at": "STRING",
+                     "value": "INTEGER", "ratio": "FLOAT"}
+    assert [int(row["id"]) for row in rows] == list(range(COUNT))
+    assert rows[3]["name"] == "record-3"
+    assert abs(float(rows[3]["ratio"]) - ((3 * 7919) % 1000) / 7) < 1e-9

@@ -239,7 +239,9 @@ TEST(BigqueryDestinationEmulatorTest, AMergeThatRanBeforeItsCursorWasRecordedIsN
   }
   auto client = BigQueryClient::Make({.project = "test-project"});
   ASSERT_TRUE(client) << client.error().ToString();
-  std::string dataset = fmt::format("merge_once_{}_{}", getpid(), NowMicros() % 1000000000);
+  // Job ids outlive datasets in the emulator: this run's own pipeline job.
+  std::string job = fmt::format("job_merge_once_{}_{}", getpid(), NowMicros() % 1000000000);
+  std::string dataset = "d" + job;
   ASSERT_TRUE((*client)->InsertDataset({.dataset = dataset}));
   Value config = MergeConfig();
   config.Set("project_id", "test-project");
@@ -250,7 +252,7 @@ TEST(BigqueryDestinationEmulatorTest, AMergeThatRanBeforeItsCursorWasRecordedIsN
   config.Set("destination_id", "users");
   DestinationContext context;
   context.sync = {.name = "merge-once",
-                  .job_id = "job_merge_once",
+                  .job_id = job,
                   .source_name = "src",
                   .stream_name = "users",
                   .sync_mode = SyncMode::kStream,
@@ -260,8 +262,7 @@ TEST(BigqueryDestinationEmulatorTest, AMergeThatRanBeforeItsCursorWasRecordedIsN
   records.Add("a", R"({"id":1,"name":"one"})", 10);
   records.Add("b", R"({"id":2,"name":"two"})", 10);
   records.Add("c", R"({"id":1,"name":"one again"})", 10);
-  std::string merge_id =
-      BigqueryRowsJobId("merge", "job_merge_once", "users", 1, records, {0, 1, 2});
+  std::string merge_id = BigqueryRowsJobId("merge", job, "users", 1, records, {0, 1, 2});
   BigQueryJobRef ref{.project = "test-project", .job_id = merge_id};
   std::string created;
   for (int run = 0; run < 2; ++run) {
@@ -270,9 +271,9 @@ TEST(BigqueryDestinationEmulatorTest, AMergeThatRanBeforeItsCursorWasRecordedIsN
     ASSERT_TRUE((*destination)->Open(Value()).ok());  // No cursor was recorded.
     auto written = (*destination)->Write(records, 20);
     ASSERT_TRUE(written) << written.error().ToString();
-    auto job = (*client)->GetJob(ref);
-    ASSERT_TRUE(job) << job.error().ToString();
-    std::string time = job->resource.FindPath("statistics.creationTime")->ToDisplayString();
+    auto merge = (*client)->GetJob(ref);
+    ASSERT_TRUE(merge) << merge.error().ToString();
+    std::string time = merge->resource.FindPath("statistics.creationTime")->ToDisplayString();
     if (run == 0) created = time;
     EXPECT_EQ(time, created) << "the MERGE ran again";
   }
