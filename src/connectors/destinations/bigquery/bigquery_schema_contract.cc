@@ -102,10 +102,7 @@ std::optional<ContractRefusal> SchemaContractCheck::CheckNewKey(const std::strin
         .value = value};
   }
   return ContractRefusal{
-      .column = key,
-      .reason = fmt::format("column '{}' is not in the table (schema_contract: {})", key,
-                            SchemaContractName(contract_)),
-      .value = value};
+      .column = key, .reason = fmt::format("column '{}' is not in the table", key), .value = value};
 }
 
 std::vector<ContractRefusal> SchemaContractCheck::Check(Value& row, bool deletes) {
