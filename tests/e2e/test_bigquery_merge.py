@@ -258,3 +258,31 @@ def test_an_evolving_merge_killed_and_resumed_adds_and_widens_its_columns_once(
         assert row["tier"] == (f"t{index % 3}" if index >= 1500 else None)
     emit(capsys, "stream (upsert, evolve)", kills, len(found), started)
     assert kills >= 6
+
+
+def test_replace_makes_each_incremental_run_replace_the_table(bizon, google_emulators, dataset):
+    interval_ms = 1
+    first, total = 60, 100
+    options = dict(page_size=25, interval_ms=interval_ms)
+    dest = {"name": "bigquery", "config": {
+        "project_id": google_emulators.project, "dataset_id": dataset,
+        "gcs_buffer_bucket": google_emulators.bucket, "destination_id": "events",
+        "write_disposition": "replace", "buffer_size": 0}}
+    config = bizon.write("p.yml", pipeline("bq-replace", generator("incremental", count=first,
+                                                                   **options), dest))
+    bizon.run("run", config, check=0)
+
+    def ids() -> list[int]:
+        found = google_emulators.query(
+            f"SELECT _source_record_id FROM `{google_emulators.project}.{dataset}.events`")
+        return sorted(int(row["_source_record_id"]) for row in found)
+
+    assert ids() == list(range(first))
+    [job] = State(bizon.cwd).jobs()
+    start = parse_sql_time(job["created_at"]) - timedelta(milliseconds=interval_ms * (first - 0.5))
+    source = generator("incremental", count=total, start=start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                       **options)
+    bizon.write("p.yml", pipeline("bq-replace", source, dest))
+    time.sleep((total - first) * interval_ms / 1000 + 0.05)
+    bizon.run("run", config, check=0)
+    assert ids() == list(range(first, total))  # The second window only: the table was replaced.
