@@ -243,6 +243,15 @@ Value BigQueryTable::ToJson() const {
     out.emplace_back("clustering", Value(Value::Map{{"fields", StringList(clustering_fields)}}));
   }
   if (!description.empty()) out.emplace_back("description", Value(description));
+  if (expiration_time_ms) {
+    out.emplace_back("expirationTime", Value(std::to_string(*expiration_time_ms)));
+  }
+  if (!primary_key.empty()) {
+    out.emplace_back(
+        "tableConstraints",
+        Value(Value::Map{{"primaryKey", Value(Value::Map{{"columns", StringList(primary_key)}})}}));
+  }
+  if (!max_staleness.empty()) out.emplace_back("maxStaleness", Value(max_staleness));
   return Value(std::move(out));
 }
 
@@ -272,6 +281,14 @@ Result<BigQueryTable> BigQueryTable::FromJson(const Value& json) {
     }
   }
   table.description = json.GetString("description");
+  table.expiration_time_ms = ReadInt64(json.Find("expirationTime"));
+  if (const Value* columns = json.FindPath("tableConstraints.primaryKey.columns");
+      columns != nullptr && columns->is_list()) {
+    for (const Value& column : columns->AsList()) {
+      if (column.is_string()) table.primary_key.push_back(column.AsString());
+    }
+  }
+  table.max_staleness = json.GetString("maxStaleness");
   table.type = json.GetString("type");
   table.num_rows = ReadInt64(json.Find("numRows"));
   return table;

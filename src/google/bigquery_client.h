@@ -129,11 +129,20 @@ struct BigQueryTable {
   std::optional<BigQueryTimePartitioning> time_partitioning;
   std::vector<std::string> clustering_fields;
   std::string description;
+  /// When BigQuery drops the table (`expirationTime`, milliseconds since the epoch).
+  std::optional<int64_t> expiration_time_ms;
+  /// `tableConstraints.primaryKey.columns`: a primary key (BigQuery's are NOT ENFORCED), which
+  /// change data capture through the Storage Write API needs.
+  std::vector<std::string> primary_key;
+  /// `maxStaleness`, an INTERVAL such as "0-0 0 0:15:0": how old the CDC changes applied to a
+  /// query's answer may be.
+  std::string max_staleness;
   /// Answers only: TABLE, VIEW, ...; the row count BigQuery reports (`numRows`).
   std::string type;
   std::optional<int64_t> num_rows;
 
-  /// The table resource JSON (tableReference, schema, timePartitioning, clustering, description).
+  /// The table resource JSON (tableReference, schema, timePartitioning, clustering,
+  /// description, expirationTime, tableConstraints, maxStaleness).
   Value ToJson() const;
   static Result<BigQueryTable> FromJson(const Value& json);
 };

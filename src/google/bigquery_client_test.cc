@@ -316,13 +316,7 @@ std::unique_ptr<BigQueryClient> EmulatorClient() {
   return std::move(*client);
 }
 
-#define REQUIRE_EMULATOR()                                                             \
-  do {                                                                                 \
-    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                            \
-      BIZON_SKIP_OR_FAIL(                                                              \
-          "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start bigquery)"); \
-    }                                                                                  \
-  } while (false)
+#define REQUIRE_EMULATOR() BIZON_REQUIRE_BIGQUERY_EMULATOR()
 
 std::string UniqueName(std::string_view prefix) {
   static std::atomic<int> counter{0};

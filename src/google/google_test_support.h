@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,17 @@
 #include "bizon/value.h"
 #include "google/credentials.h"
 #include "http/http_session.h"
+#include "testing/test_servers.h"
+
+/// Skips a test that needs the BigQuery emulator when BIGQUERY_EMULATOR_HOST is unset
+/// (scripts/test-servers.sh start bigquery), or fails it under CI=true, where it must run.
+#define BIZON_REQUIRE_BIGQUERY_EMULATOR()                                              \
+  do {                                                                                 \
+    if (std::getenv("BIGQUERY_EMULATOR_HOST") == nullptr) {                            \
+      BIZON_SKIP_OR_FAIL(                                                              \
+          "BIGQUERY_EMULATOR_HOST is unset (scripts/test-servers.sh start bigquery)"); \
+    }                                                                                  \
+  } while (false)
 
 namespace bizon {
 

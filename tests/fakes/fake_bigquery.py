@@ -23,7 +23,9 @@ reasons table of /bigquery/docs/error-messages):
   (multipart/related: the job resource, then the data, not labelled ``*/*``); the report lists
   each under ``uploads``;
 * ``POST .../datasets``, ``GET .../datasets/D``, ``POST .../datasets/D/tables``, ``GET``,
-  ``PATCH``, ``DELETE .../tables/T``; 404 ``notFound`` and 409 ``duplicate`` as BigQuery.
+  ``PATCH``, ``DELETE .../tables/T``; 404 ``notFound`` and 409 ``duplicate`` as BigQuery; a
+  table's ``tableConstraints.primaryKey`` (1 to 16 of its columns), ``maxStaleness`` (INTERVAL
+  text) and ``expirationTime`` (int64 milliseconds as a string) are checked.
 
 Behaviour is set through control endpoints (the C++ tests run this file as a process, like
 fake_gcs_resumable.py): ``POST /_fake/token {"token": "t"}`` requires ``Authorization: Bearer
@@ -381,6 +383,7 @@ class FakeBigQuery(FakeServer):
         partitioning = body.get("timePartitioning")
         if partitioning and partitioning.get("type") not in ("DAY", "HOUR", "MONTH", "YEAR"):
             raise OffContract(f"timePartitioning.type {partitioning.get('type')!r}")
+        self.check_table_options(body)
         key = (project, dataset, ref.get("tableId"))
         with self._lock:
             if (project, dataset) not in self.datasets:
@@ -390,6 +393,29 @@ class FakeBigQuery(FakeServer):
                                  f"Already Exists: Table {project}:{dataset}.{key[2]}")
             self.tables[key] = {**body, "type": "TABLE", "numRows": "0"}
             return self.tables[key]
+
+    @staticmethod
+    def check_table_options(body: dict):
+        """tableConstraints.primaryKey (at most 16 of the table's columns), maxStaleness (an
+        INTERVAL's canonical text, Y-M D H:M:S) and expirationTime (int64 milliseconds as a
+        string), as the tables resource declares them."""
+        constraints = body.get("tableConstraints")
+        if constraints is not None:
+            if set(constraints) - {"primaryKey", "foreignKeys"}:
+                raise OffContract(f"tableConstraints fields {sorted(constraints)}")
+            columns = (constraints.get("primaryKey") or {}).get("columns")
+            names = {field.get("name") for field in (body.get("schema") or {}).get("fields", [])}
+            if (not isinstance(columns, list) or not columns or len(columns) > 16
+                    or any(column not in names for column in columns)):
+                raise OffContract(f"tableConstraints.primaryKey.columns {columns!r} must be 1 "
+                                  f"to 16 columns of the table")
+        staleness = body.get("maxStaleness")
+        if staleness is not None and not (isinstance(staleness, str) and re.fullmatch(
+                r"-?\d+-\d+ -?\d+ -?\d+:\d+:\d+(\.\d+)?", staleness)):
+            raise OffContract(f"maxStaleness {staleness!r} is not an INTERVAL (Y-M D H:M:S)")
+        expiration = body.get("expirationTime")
+        if expiration is not None and not (isinstance(expiration, str) and expiration.isdigit()):
+            raise OffContract(f"expirationTime {expiration!r} is not int64 milliseconds text")
 
     def table(self, project, dataset, table, request):
         self.only_params(request, set())

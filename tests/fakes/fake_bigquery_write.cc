@@ -1,9 +1,16 @@
 #include "fakes/fake_bigquery_write.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <charconv>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "google/cloud/bigquery/storage/v1/storage.grpc.pb.h"
@@ -13,12 +20,59 @@ namespace {
 
 namespace storage = google::cloud::bigquery::storage::v1;
 
+namespace pb = google::protobuf;
+
 struct Stream {
   storage::WriteStream::Type type = storage::WriteStream::COMMITTED;
   std::vector<std::string> rows;
   bool finalized = false;
   bool committed = false;
 };
+
+constexpr std::string_view kChangeType = "_CHANGE_TYPE";
+constexpr std::string_view kChangeSequence = "_CHANGE_SEQUENCE_NUMBER";
+
+/// The row message of an AppendRows call, built from its writer schema.
+struct RowType {
+  std::unique_ptr<pb::DescriptorPool> pool;
+  std::unique_ptr<pb::DynamicMessageFactory> factory;
+  const pb::Descriptor* descriptor = nullptr;
+  /// The writer schema has _CHANGE_TYPE: the rows are changes.
+  bool cdc = false;
+};
+
+/// A key's latest change.
+struct Change {
+  std::vector<uint64_t> sequence;  // Empty: none given.
+  bool deleted = false;
+  std::string json;  // The row without its pseudo-columns.
+};
+
+struct CdcTable {
+  std::vector<std::string> key;
+  std::map<std::string, Change> rows;
+};
+
+/// The sections of a _CHANGE_SEQUENCE_NUMBER, or nullopt when it is not 1 to 4 sections of 1 to
+/// 16 hexadecimal digits separated by '/'.
+std::optional<std::vector<uint64_t>> ParseSequence(std::string_view text) {
+  std::vector<uint64_t> sections;
+  while (true) {
+    size_t slash = text.find('/');
+    std::string_view section = text.substr(0, slash);
+    uint64_t value = 0;
+    auto [end, error] = std::from_chars(section.data(), section.data() + section.size(), value, 16);
+    if (section.empty() || section.size() > 16 || error != std::errc() ||
+        end != section.data() + section.size()) {
+      return std::nullopt;
+    }
+    sections.push_back(value);
+    if (slash == std::string_view::npos) break;
+    text.remove_prefix(slash + 1);
+  }
+  if (sections.size() > 4) return std::nullopt;
+  return sections;
+}
 
 }  // namespace
 
@@ -32,6 +86,8 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
   std::vector<std::string> violations;
   std::vector<bool> schema_flags;
   std::vector<std::string> authorizations;
+  std::map<std::string, CdcTable> cdc_tables;
+  int cdc_changes = 0;
   int append_calls = 0;
   int append_requests = 0;
   int next_stream = 0;
@@ -166,11 +222,105 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
     return grpc::Status::OK;
   }
 
+  /// The row message of `schema` (a writer schema), and whether its rows are changes; a
+  /// pseudo-column that is not a string is refused.
+  std::optional<grpc::Status> BuildRowType(const storage::ProtoSchema& schema, RowType& type) {
+    pb::FileDescriptorProto file;
+    file.set_name("writer_schema.proto");
+    *file.add_message_type() = schema.proto_descriptor();
+    type.pool = std::make_unique<pb::DescriptorPool>();
+    const pb::FileDescriptor* built = type.pool->BuildFile(file);
+    if (built == nullptr || built->message_type_count() != 1) {
+      return Violation("writer_schema is not a self-contained DescriptorProto");
+    }
+    type.descriptor = built->message_type(0);
+    type.factory = std::make_unique<pb::DynamicMessageFactory>(type.pool.get());
+    const pb::FieldDescriptor* change = type.descriptor->FindFieldByName(std::string(kChangeType));
+    const pb::FieldDescriptor* sequence =
+        type.descriptor->FindFieldByName(std::string(kChangeSequence));
+    type.cdc = change != nullptr;
+    for (const pb::FieldDescriptor* field : {change, sequence}) {
+      if (field != nullptr && field->type() != pb::FieldDescriptor::TYPE_STRING) {
+        return Violation(fmt::format("{} must be a string field", field->name()));
+      }
+    }
+    if (sequence != nullptr && change == nullptr) {
+      return Violation("_CHANGE_SEQUENCE_NUMBER without _CHANGE_TYPE");
+    }
+    return std::nullopt;
+  }
+
+  /// Applies the change rows of `request` to their table (CDC).
+  std::optional<grpc::Status> ApplyChanges(const std::string& stream_name, const RowType& type,
+                                           const storage::AppendRowsRequest& request) {
+    if (!stream_name.ends_with("/streams/_default")) {
+      return Violation("CDC rows (_CHANGE_TYPE) on " + stream_name +
+                       ": BigQuery applies changes from the default stream only");
+    }
+    std::string table = stream_name.substr(0, stream_name.size() - 17);
+    auto found = cdc_tables.find(table);
+    if (found == cdc_tables.end()) {
+      return Violation("CDC rows into " + table + ", which has no primary key");
+    }
+    CdcTable& cdc = found->second;
+    for (const std::string& bytes : request.proto_rows().rows().serialized_rows()) {
+      std::unique_ptr<pb::Message> row(type.factory->GetPrototype(type.descriptor)->New());
+      if (!row->ParseFromString(bytes)) return Violation("a change row does not parse");
+      const pb::Reflection* reflection = row->GetReflection();
+      auto text = [&](std::string_view name) -> std::optional<std::string> {
+        const pb::FieldDescriptor* field = type.descriptor->FindFieldByName(std::string(name));
+        if (field == nullptr || !reflection->HasField(*row, field)) return std::nullopt;
+        std::string value;
+        pb::TextFormat::PrintFieldValueToString(*row, field, -1, &value);
+        return value;
+      };
+      std::string change = text(kChangeType).value_or("");
+      if (change != "\"UPSERT\"" && change != "\"DELETE\"") {
+        return Violation("_CHANGE_TYPE must be UPSERT or DELETE, not " + change);
+      }
+      Change applied{.deleted = change == "\"DELETE\""};
+      if (const pb::FieldDescriptor* field =
+              type.descriptor->FindFieldByName(std::string(kChangeSequence));
+          field != nullptr && reflection->HasField(*row, field)) {
+        auto sections = ParseSequence(reflection->GetString(*row, field));
+        if (!sections) {
+          return Violation("malformed _CHANGE_SEQUENCE_NUMBER " +
+                           reflection->GetString(*row, field));
+        }
+        applied.sequence = std::move(*sections);
+      }
+      std::string key;
+      for (const std::string& column : cdc.key) {
+        std::optional<std::string> value = text(column);
+        if (!value) return Violation("a change without its key column " + column);
+        key += *value + "\x1f";
+      }
+      ++cdc_changes;
+      Change& kept = cdc.rows[key];
+      // A key keeps its greatest sequence number; without one, the later arrival wins.
+      if (!kept.sequence.empty() && !applied.sequence.empty() && applied.sequence < kept.sequence) {
+        continue;
+      }
+      for (std::string_view pseudo : {kChangeType, kChangeSequence}) {
+        if (const pb::FieldDescriptor* field =
+                type.descriptor->FindFieldByName(std::string(pseudo))) {
+          reflection->ClearField(row.get(), field);
+        }
+      }
+      pb::util::JsonPrintOptions options;
+      options.preserve_proto_field_names = true;
+      (void)pb::util::MessageToJsonString(*row, &applied.json, options);
+      kept = std::move(applied);
+    }
+    return std::nullopt;
+  }
+
   grpc::Status AppendRows(grpc::ServerContext* context,
                           grpc::ServerReaderWriter<storage::AppendRowsResponse,
                                                    storage::AppendRowsRequest>* call) override {
     std::string call_stream;
     bool first = true;
+    RowType row_type;
     {
       std::lock_guard lock(mutex);
       ++append_calls;
@@ -191,6 +341,9 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
           return Violation("first AppendRowsRequest of a call without writer_schema");
         }
         first = false;
+        if (auto refused = BuildRowType(request.proto_rows().writer_schema(), row_type)) {
+          return *refused;
+        }
       } else if (request.write_stream() != call_stream) {
         return Violation(fmt::format("AppendRowsRequest for {} on a call opened for {}",
                                      request.write_stream(), call_stream));
@@ -249,6 +402,11 @@ struct FakeBigQueryWrite::Impl final : public storage::BigQueryWrite::Service {
       } else if (stream->finalized) {
         response.mutable_error()->set_code(grpc::StatusCode::INVALID_ARGUMENT);
         response.mutable_error()->set_message("Stream is finalized");
+      } else if (row_type.cdc) {
+        if (auto refused = ApplyChanges(request.write_stream(), row_type, request)) {
+          return *refused;
+        }
+        response.mutable_append_result();
       } else {
         stream->rows.insert(stream->rows.end(), rows.begin(), rows.end());
         response.mutable_append_result()->mutable_offset()->set_value(end);
@@ -332,6 +490,32 @@ std::vector<bool> FakeBigQueryWrite::schema_flags() const {
 std::vector<std::string> FakeBigQueryWrite::authorizations() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->authorizations;
+}
+
+}  // namespace bizon::testing_support
+
+namespace bizon::testing_support {
+
+void FakeBigQueryWrite::DeclarePrimaryKey(const std::string& table,
+                                          std::vector<std::string> columns) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->cdc_tables[table].key = std::move(columns);
+}
+
+std::vector<std::string> FakeBigQueryWrite::CdcRows(const std::string& table) const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> out;
+  auto found = impl_->cdc_tables.find(table);
+  if (found == impl_->cdc_tables.end()) return out;
+  for (const auto& [key, change] : found->second.rows) {
+    if (!change.deleted) out.push_back(change.json);
+  }
+  return out;
+}
+
+int FakeBigQueryWrite::cdc_changes() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->cdc_changes;
 }
 
 }  // namespace bizon::testing_support

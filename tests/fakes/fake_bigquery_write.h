@@ -14,6 +14,17 @@
 // Faults are scripted per AppendRows request received, in order (`Script`): end the call with a
 // status before answering, answer with an `error`, answer with `row_errors`, or stall first.
 //
+// Change data capture, as BigQuery documents it (the emulator has none): rows whose writer
+// schema has the `_CHANGE_TYPE` pseudo-column are changes, applied to the table's rows by
+// primary key instead of appended. The fake refuses them, as BigQuery does, on a stream other
+// than `_default`, on a table without a primary key (`DeclarePrimaryKey`, what tables.insert's
+// tableConstraints give BigQuery), and a pseudo-column that is not a STRING field; a row whose
+// `_CHANGE_TYPE` is not UPSERT or DELETE, or whose `_CHANGE_SEQUENCE_NUMBER` is not up to four
+// '/'-separated sections of 1 to 16 hexadecimal digits, is a violation. A key keeps the change
+// with the greatest sequence number (compared section by section as numbers; a tie or a
+// change without one goes to the later arrival), a DELETE included, so that an older UPSERT
+// arriving after it changes nothing.
+//
 // Thread-safety: the accessors may be called while the server runs.
 #pragma once
 
@@ -63,6 +74,13 @@ class FakeBigQueryWrite {
   std::vector<std::string> VisibleRows(const std::string& table) const;
   /// Off-contract requests seen.
   std::vector<std::string> violations() const;
+  /// Declares the primary key of `table` (projects/p/datasets/d/tables/t), which CDC rows need.
+  void DeclarePrimaryKey(const std::string& table, std::vector<std::string> columns);
+  /// The rows of a CDC table after every change applied, as JSON objects (protobuf's JSON
+  /// mapping with the columns' own names: int64 values are strings), ordered by key.
+  std::vector<std::string> CdcRows(const std::string& table) const;
+  /// CDC changes received (UPSERT and DELETE rows, retries and replays included).
+  int cdc_changes() const;
   /// AppendRows calls opened, and requests received (retries included).
   int append_calls() const;
   int append_requests() const;

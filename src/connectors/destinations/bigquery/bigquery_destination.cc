@@ -11,6 +11,7 @@
 
 #include "bizon/config_spec.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/bigquery_common/bigquery_merge.h"
 #include "connectors/destinations/bigquery_common/bigquery_tables.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
@@ -68,6 +69,7 @@ std::vector<FieldSpec> BigqueryFields() {
       BigqueryAuthenticationField(),
   };
   fields.insert(fields.end(), own.begin(), own.end());
+  for (FieldSpec& policy : WriteDispositionFields()) fields.push_back(std::move(policy));
   return fields;
 }
 
@@ -85,6 +87,60 @@ uint64_t Fnv1a(std::string_view text, uint64_t hash = kFnvOffsetBasis) {
 /// `status` with the line of `node` appended.
 Status AtLine(const Status& status, const Value* node) {
   return Status(status.code(), status.message() + BigqueryConfigLine(node), FailureClass::kConfig);
+}
+
+/// Whether `policy` reads records as something other than plain rows of their columns.
+bool NeedsShaping(const TablePolicy& policy) {
+  return policy.merges() || policy.contract != SchemaContract::kExact ||
+         policy.change_format != ChangeFormat::kNone || !policy.hard_delete.empty();
+}
+
+/// The option of `policy` that needs unnest, for messages.
+std::string_view ShapingOption(const TablePolicy& policy) {
+  if (policy.merges()) return "write_disposition";
+  if (policy.contract != SchemaContract::kExact) return "schema_contract";
+  if (policy.change_format != ChangeFormat::kNone) return "change_format";
+  return "hard_delete";
+}
+
+/// The table-policy rules of this destination beyond CheckTablePolicies: merge, contracts and
+/// change formats read the record's keys as columns (unnest), the key and dedup_sort columns are
+/// columns of the record_schemas entry, and a merge is applied at once (no async_load).
+Status CheckBigqueryPolicies(const Value& config, bool unnest, const BigqueryRecordSchemas& schemas,
+                             const TablePolicies& policies) {
+  auto fail = [](const std::string& path, std::string_view message) {
+    return InvalidArgumentError(fmt::format("destination.config.{}: {}", path, message));
+  };
+  std::vector<std::pair<std::string, const TablePolicy*>> tables = {{"", &policies.Default()}};
+  const Value* entries = config.Find("record_schemas");
+  for (size_t i = 0; entries != nullptr && entries->is_list() && i < entries->AsList().size();
+       ++i) {
+    std::string id = entries->AsList()[i].GetString("destination_id");
+    tables.emplace_back(fmt::format("record_schemas[{}].", i), &policies.For(id));
+    const TablePolicy& policy = policies.For(id);
+    auto columns = schemas.columns.find(id);
+    if (unnest && policy.merges() && columns != schemas.columns.end()) {
+      std::string problem = CheckMergeColumns(policy, columns->second);
+      if (!problem.empty()) {
+        std::string_view option = problem.starts_with("primary_key") ? "primary_key" : "dedup_sort";
+        return fail(fmt::format("record_schemas[{}].{}", i, option),
+                    problem.substr(problem.find(": ") + 2));
+      }
+    }
+  }
+  for (const auto& [where, policy] : tables) {
+    if (!unnest && NeedsShaping(*policy)) {
+      return fail(where + std::string(ShapingOption(*policy)),
+                  "needs unnest: true: the record's keys are the columns it reads (the "
+                  "primary_key, the schema, the change's row)");
+    }
+  }
+  if (policies.AnyMerge() && config.GetBool("async_load", false)) {
+    return fail("async_load",
+                "a merge loads and applies each flush before its cursor is recorded; async_load "
+                "applies to append and replace");
+  }
+  return Status::Ok();
 }
 
 bool IsTimestampColumn(std::string_view name) {
@@ -106,6 +162,12 @@ std::string BigqueryJobId(std::string_view kind, std::string_view pipeline_job_i
 std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view table,
                               int64_t sequence, const RecordBatch& records,
                               const std::vector<size_t>& rows) {
+  return BigqueryRowsJobId("load", pipeline_job_id, table, sequence, records, rows);
+}
+
+std::string BigqueryRowsJobId(std::string_view kind, std::string_view pipeline_job_id,
+                              std::string_view table, int64_t sequence, const RecordBatch& records,
+                              const std::vector<size_t>& rows) {
   // A 0xff byte after each field (never in UTF-8 text), so that ("ab", "c") and ("a", "bc")
   // differ. Not the timestamps: sources that stamp records when they fetch them (the generator,
   // most APIs) give the same rows another time on a re-fetch.
@@ -115,7 +177,7 @@ std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view
     hash = Fnv1a(kSeparator, Fnv1a(records.id(row), hash));
     hash = Fnv1a(kSeparator, Fnv1a(records.payload(row), hash));
   }
-  return fmt::format("{}_{:016x}", BigqueryJobId("load", pipeline_job_id, table, sequence), hash);
+  return fmt::format("{}_{:016x}", BigqueryJobId(kind, pipeline_job_id, table, sequence), hash);
 }
 
 Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode) {
@@ -258,6 +320,8 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
   }
   BIZON_ASSIGN_OR_RETURN(BigqueryRecordSchemas record_schemas,
                          ParseBigqueryRecordSchemas(config, d.unnest_));
+  BIZON_ASSIGN_OR_RETURN(d.policies_, ReadTablePolicies(config));
+  BIZON_RETURN_IF_ERROR(CheckBigqueryPolicies(config, d.unnest_, record_schemas, d.policies_));
   d.schemas_ = std::move(record_schemas.columns);
   d.clustering_ = std::move(record_schemas.clustering);
   if (d.unnest_ && d.schemas_.empty()) {
@@ -265,6 +329,7 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
         "destination.config.unnest: At least one `record_schemas` must be provided if `unnest` "
         "is set to True."));
   }
+
   std::map<std::string, std::vector<BqColumn>, std::less<>> none;
   const Value* time_partitioning = config.Find("time_partitioning");
   auto partitioning =
@@ -330,9 +395,11 @@ Status BigqueryDestination::Open(const Value& resume_state) {
   if (const Value* tables = resume_state.Find("tables"); tables != nullptr && tables->is_list()) {
     for (const Value& name : tables->AsList()) {
       BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(name.ToDisplayString()));
-      BIZON_RETURN_IF_ERROR(Prepare(*table));
+      // A shaped table is prepared by its next write, with the columns restored below.
+      if (!table->shaped) BIZON_RETURN_IF_ERROR(Prepare(*table));
     }
   }
+  BIZON_RETURN_IF_ERROR(RestoreColumns(resume_state));
   if (const Value* pending = resume_state.Find("pending");
       pending != nullptr && pending->is_list()) {
     for (const Value& file : pending->AsList()) {
@@ -364,16 +431,62 @@ Result<BigqueryDestination::TableState*> BigqueryDestination::TableFor(
   if (!destination_id.empty()) {
     BIZON_RETURN_IF_ERROR(CheckBigqueryTableName(name, sync_.sync_mode));
   }
-  BIZON_ASSIGN_OR_RETURN(BigqueryTableLayout layout,
-                         BigqueryLayoutFor({.columns = schemas_, .clustering = clustering_},
-                                           unnest_, destination_id, default_destination_id_, name));
+  constexpr std::string_view kRejectedSuffix = "__rejected";
+  bool declared = schemas_.contains(name) || (destination_id.empty() && schemas_.size() == 1);
+  if (unnest_ && !declared && name.ends_with(kRejectedSuffix)) {
+    // A resumed run's rejected table: its base table's records went there.
+    BIZON_ASSIGN_OR_RETURN(TableState * base,
+                           TableFor(name.substr(0, name.size() - kRejectedSuffix.size())));
+    return RejectedTableFor(*base);
+  }
+  auto layout = BigqueryLayoutFor({.columns = schemas_, .clustering = clustering_}, unnest_,
+                                  destination_id, default_destination_id_, name);
+  TablePolicy policy = policies_.Default();
+  if (layout) {
+    if (!layout->entry.empty()) policy = policies_.For(layout->entry);
+  } else if (policy.contract != SchemaContract::kEvolve) {
+    return Fail(layout.error());
+  } else {
+    // Evolve without an entry: the columns come from the records (inferred).
+    layout = BigqueryTableLayout{};
+  }
   TableState table;
   table.name = name;
-  table.staging = StagingTableName(name, sync_.sync_mode);
-  table.columns = std::move(layout.columns);
-  table.clustering = std::move(layout.clustering);
+  table.shaped = unnest_ && NeedsShaping(policy);
+  table.policy = std::move(policy);
+  // A merge applies each load to its target at once: the published table, or a full refresh's
+  // staging table, which the publish swaps in.
+  table.staging = table.policy.merges() && sync_.sync_mode != SyncMode::kFullRefresh
+                      ? name
+                      : StagingTableName(name, sync_.sync_mode);
+  table.columns = std::move(layout->columns);
+  table.clustering = std::move(layout->clustering);
   auto [inserted, unused] = tables_.emplace(name, std::move(table));
   return &inserted->second;
+}
+
+BigqueryDestination::TableState* BigqueryDestination::RejectedTableFor(const TableState& table) {
+  std::string name = table.name + "__rejected";
+  if (auto found = tables_.find(name); found != tables_.end()) return &found->second;
+  TableState rejected;
+  rejected.name = name;
+  rejected.staging = StagingTableName(name, sync_.sync_mode);
+  rejected.rejected = true;
+  rejected.columns = {
+      {"_source_record_id", BqColumnType::kString, BqColumnMode::kNullable, ""},
+      {"_bizon_column", BqColumnType::kString, BqColumnMode::kNullable, ""},
+      {"_bizon_reason", BqColumnType::kString, BqColumnMode::kNullable, ""},
+      {"_bizon_value", BqColumnType::kString, BqColumnMode::kNullable, ""},
+      {"_source_data", BqColumnType::kString, BqColumnMode::kNullable, ""},
+      {"_bizon_loaded_at", BqColumnType::kTimestamp, BqColumnMode::kNullable, ""},
+  };
+  auto [inserted, unused] = tables_.emplace(name, std::move(rejected));
+  return &inserted->second;
+}
+
+bool BigqueryDestination::Replaces(const TableState& table) const {
+  return sync_.sync_mode == SyncMode::kFullRefresh ||
+         table.policy.disposition == WriteDisposition::kReplace;
 }
 
 Status BigqueryDestination::Prepare(TableState& table) {
@@ -384,7 +497,7 @@ Status BigqueryDestination::Prepare(TableState& table) {
   wanted.time_partitioning = partitioning_;
   wanted.clustering_fields = table.clustering;
   BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(
-      *bigquery_, std::move(wanted), sync_.sync_mode != SyncMode::kStream, sync_.job_id,
+      *bigquery_, std::move(wanted), table.staging != table.name, sync_.job_id,
       [this](const std::string& earlier) { SweepFilesOfAbandonedJob(earlier); }));
   table.prepared = true;
   return Status::Ok();
@@ -414,10 +527,9 @@ Result<BigQueryJob> BigqueryDestination::EnsureJob(const std::string& base_id,
   return EnsureBigqueryJob(*bigquery_, JobRef(base_id), configuration, wait, submitted_here);
 }
 
-Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t sequence,
-                                                const RecordBatch& records,
+Result<std::string> BigqueryDestination::Encode(const TableState& table, const RecordBatch& records,
                                                 const std::vector<size_t>& rows,
-                                                int64_t loaded_at_us) {
+                                                int64_t loaded_at_us) const {
   BIZON_ASSIGN_OR_RETURN(auto encoder, LoadFileEncoder::Make(table.columns, unnest_));
   for (size_t row : rows) {
     Status appended = encoder->Append(records, row, loaded_at_us);
@@ -426,7 +538,11 @@ Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t
           appended.WithContext("table " + table.name).WithFailureClass(FailureClass::kDestination));
     }
   }
-  BIZON_ASSIGN_OR_RETURN(std::string file, encoder->Finish());
+  return encoder->Finish();
+}
+
+Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t sequence,
+                                                const std::string& file) {
   std::string object = fmt::format("{}/{}/{}/{:016x}_{}.avro", sync_.source_name, sync_.stream_name,
                                    sync_.job_id, Fnv1a(table.name), sequence);
   auto uploaded = gcs_->Upload(bucket_, object, file, "application/octet-stream");
@@ -435,6 +551,26 @@ Result<std::string> BigqueryDestination::Upload(const TableState& table, int64_t
                                            fmt::format("uploading gs://{}/{}", bucket_, object)));
   }
   return object;
+}
+
+Status BigqueryDestination::LoadFile(TableState& table, int64_t sequence, const std::string& file,
+                                     const RecordBatch& records, const std::vector<size_t>& rows) {
+  BIZON_RETURN_IF_ERROR(Prepare(table));
+  BIZON_ASSIGN_OR_RETURN(std::string object, Upload(table, sequence, file));
+  if (async_load_) {
+    pending_.push_back({.table = table.name, .object = object, .sequence = sequence});
+    return Status::Ok();
+  }
+  std::string job_id = BigqueryLoadJobId(sync_.job_id, table.name, sequence, records, rows);
+  Value configuration = LoadConfig(table, {object}).ToJson();
+  auto loaded = EnsureJob(job_id, configuration, /*wait=*/true);
+  DeleteObjects({object});
+  if (!loaded) {
+    return BigqueryDestinationContext(
+        loaded.error(),
+        fmt::format("loading {} rows into {}", rows.size(), Ref(table.staging).ToString()));
+  }
+  return Status::Ok();
 }
 
 void BigqueryDestination::DeleteObjects(const std::vector<std::string>& objects) {
@@ -507,6 +643,23 @@ Value BigqueryDestination::CurrentState() const {
   Value::List tables;
   for (const auto& [name, table] : tables_) tables.emplace_back(name);
   Value state(Value::Map{{"loads", loads_}, {"tables", std::move(tables)}});
+  // The columns evolve added or widened (or that the table had beyond its record_schemas
+  // entry): a resumed run writes with them.
+  Value::List evolved;
+  for (const auto& [name, table] : tables_) {
+    if (!table.evolved) continue;
+    Value::List columns;
+    for (const BqColumn& column : table.columns) {
+      columns.emplace_back(
+          Value::Map{{"name", column.name},
+                     {"type", std::string(BqColumnTypeName(column.type))},
+                     {"mode", column.mode == BqColumnMode::kRepeated   ? "REPEATED"
+                              : column.mode == BqColumnMode::kRequired ? "REQUIRED"
+                                                                       : "NULLABLE"}});
+    }
+    evolved.emplace_back(Value::Map{{"table", name}, {"columns", std::move(columns)}});
+  }
+  if (!evolved.empty()) state.Set("columns", std::move(evolved));
   if (async_load_) {
     Value::List pending;
     for (const PendingFile& file : pending_) {
@@ -532,24 +685,25 @@ Result<Value> BigqueryDestination::Write(const RecordBatch& records, int64_t loa
     BIZON_RETURN_IF_ERROR(SubmitPending(false));
   }
   int64_t sequence = ++loads_;
+  // Every table's rows are read and checked first: a record a contract refuses fails the write
+  // before anything of it is written.
+  std::vector<TableWrite> writes;
   for (const auto& [destination_id, rows] : RowsByDestination(records)) {
     BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(destination_id));
-    BIZON_RETURN_IF_ERROR(Prepare(*table));
-    BIZON_ASSIGN_OR_RETURN(std::string object,
-                           Upload(*table, sequence, records, rows, loaded_at_us));
-    if (async_load_) {
-      pending_.push_back({.table = table->name, .object = object, .sequence = sequence});
+    if (table->shaped) {
+      BIZON_RETURN_IF_ERROR(ShapeRows(*table, records, rows, loaded_at_us, writes));
+    } else {
+      writes.push_back({.table = table, .rows = rows});
+    }
+  }
+  for (TableWrite& write : writes) {
+    TableState& table = *write.table;
+    if (table.shaped || table.rejected) {
+      BIZON_RETURN_IF_ERROR(WriteShaped(write, records, sequence));
       continue;
     }
-    std::string job_id = BigqueryLoadJobId(sync_.job_id, table->name, sequence, records, rows);
-    Value configuration = LoadConfig(*table, {object}).ToJson();
-    auto loaded = EnsureJob(job_id, configuration, /*wait=*/true);
-    DeleteObjects({object});
-    if (!loaded) {
-      return Fail(BigqueryDestinationContext(
-          loaded.error(),
-          fmt::format("loading {} rows into {}", rows.size(), Ref(table->staging).ToString())));
-    }
+    BIZON_ASSIGN_OR_RETURN(std::string file, Encode(table, records, write.rows, loaded_at_us));
+    BIZON_RETURN_IF_ERROR(LoadFile(table, sequence, file, records, write.rows));
   }
   if (async_load_) {
     while (static_cast<int64_t>(in_flight_.size()) > max_in_flight_) {
@@ -558,6 +712,22 @@ Result<Value> BigqueryDestination::Write(const RecordBatch& records, int64_t loa
     BIZON_RETURN_IF_ERROR(ReapDone());
   }
   return CurrentState();
+}
+
+Status BigqueryDestination::RestoreColumns(const Value& state) {
+  const Value* evolved = state.Find("columns");
+  if (evolved == nullptr || !evolved->is_list()) return Status::Ok();
+  for (const Value& entry : evolved->AsList()) {
+    std::string name = entry.GetString("table");
+    BIZON_ASSIGN_OR_RETURN(TableState * table, TableFor(name == default_table_ ? "" : name));
+    const Value* columns = entry.Find("columns");
+    if (columns == nullptr) continue;
+    auto parsed = ParseRecordSchema(*columns, "the resumed state's columns of " + name);
+    if (!parsed) return BigqueryDestinationContext(parsed.error(), "resuming");
+    table->columns = std::move(*parsed);
+    table->evolved = true;
+  }
+  return Status::Ok();
 }
 
 Status BigqueryDestination::CheckPartitioning(const TableState& table) {
@@ -594,12 +764,20 @@ Status BigqueryDestination::CheckPartitioning(const TableState& table) {
 }
 
 Status BigqueryDestination::Publish(TableState& table) {
+  // A merge into the published table itself has nothing left to publish.
+  if (table.staging == table.name) return Status::Ok();
+  if (table.shaped) {
+    // The copy binds columns by position on the emulator and needs the same columns in
+    // BigQuery: the published table gets the columns this run added or widened, in the
+    // staging table's order (the staging table was made from its columns, new ones last).
+    BIZON_ASSIGN_OR_RETURN(auto main, PhysicalColumns(Ref(table.name)));
+    if (main) BIZON_RETURN_IF_ERROR(AlterColumns(Ref(table.name), *main, table.target_columns));
+  }
   BIZON_RETURN_IF_ERROR(CheckPartitioning(table));
   BigQueryCopyConfig copy;
   copy.sources = {Ref(table.staging)};
   copy.destination = Ref(table.name);
-  copy.write_disposition =
-      sync_.sync_mode == SyncMode::kFullRefresh ? "WRITE_TRUNCATE" : "WRITE_APPEND";
+  copy.write_disposition = Replaces(table) ? "WRITE_TRUNCATE" : "WRITE_APPEND";
   copy.create_disposition = "CREATE_IF_NEEDED";
   Value configuration = copy.ToJson();
   auto copied = EnsureJob(BigqueryJobId("publish", sync_.job_id, table.name, 0), configuration,
@@ -609,7 +787,7 @@ Status BigqueryDestination::Publish(TableState& table) {
     std::string advice;
     if (message.find("artition") != std::string::npos ||
         message.find("luster") != std::string::npos) {
-      advice = sync_.sync_mode == SyncMode::kFullRefresh
+      advice = Replaces(table)
                    ? " (set enforce_partitioning: true to recreate the table with the new layout)"
                    : " (run `bizon stream reset` to rebuild the table with the new layout)";
     }
@@ -631,7 +809,15 @@ Status BigqueryDestination::Finalize() {
     while (!in_flight_.empty()) BIZON_RETURN_IF_ERROR(CompleteOldest());
   }
   if (sync_.sync_mode == SyncMode::kStream) return Status::Ok();
-  for (auto& [name, table] : tables_) BIZON_RETURN_IF_ERROR(Publish(table));
+  for (auto& [name, table] : tables_) {
+    if (table.shaped && !table.prepared) {
+      // Not written by this process (a resumed run with nothing left to fetch), or every
+      // record was rejected: what its staging table holds, if it has one, is published.
+      BIZON_RETURN_IF_ERROR(KnowColumns(table));
+      if (table.target_columns.empty()) continue;
+    }
+    BIZON_RETURN_IF_ERROR(Publish(table));
+  }
   return Status::Ok();
 }
 
@@ -655,6 +841,7 @@ void BigqueryDestination::SweepFilesOfAbandonedJob(const std::string& job_id) {
 Status BigqueryDestination::OnJobSucceeded() {
   if (sync_.sync_mode != SyncMode::kStream) {
     for (auto& [name, table] : tables_) {
+      if (table.staging == table.name) continue;  // A merge into the table itself.
       Status dropped = bigquery_->DeleteTable(Ref(table.staging), true);
       if (!dropped.ok()) {
         spdlog::warn("bigquery destination: could not drop staging table {}: {}",

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "common/write_disposition.h"
 #include "connectors/destinations/bigquery/bigquery_load_schema.h"
 #include "google/bigquery_client.h"
 #include "google/gcs_client.h"
@@ -71,6 +72,11 @@ std::string BigqueryLoadJobId(std::string_view pipeline_job_id, std::string_view
                               int64_t sequence, const RecordBatch& records,
                               const std::vector<size_t>& rows);
 
+/// BigqueryLoadJobId's id for another kind of job over the same rows (a merge's "merge").
+std::string BigqueryRowsJobId(std::string_view kind, std::string_view pipeline_job_id,
+                              std::string_view table, int64_t sequence, const RecordBatch& records,
+                              const std::vector<size_t>& rows);
+
 /// Refuses a destination id that cannot name a BigQuery table: empty, control characters, '.',
 /// '`', or longer than 1024 bytes with its staging suffix.
 Status CheckBigqueryTableName(std::string_view table, SyncMode sync_mode);
@@ -91,10 +97,39 @@ class BigqueryDestination final : public Destination {
  private:
   struct TableState {
     std::string name;     // The published table.
-    std::string staging;  // Where loads go.
+    std::string staging;  // Where loads go (a merge: where its MERGE statements go).
     std::vector<BqColumn> columns;
     std::vector<std::string> clustering;
     bool prepared = false;  // Its staging table was checked or created by this process.
+    TablePolicy policy;
+    /// Its records are read as change rows (ReadChangeRow) and checked against the schema
+    /// contract before they are loaded: unnest tables that merge, have a contract, or read a
+    /// change format.
+    bool shaped = false;
+    /// The `<table>__rejected` table of a discard contract.
+    bool rejected = false;
+    /// Its columns differ from its record_schemas entry (evolve, or read from the table): the
+    /// state records them.
+    bool evolved = false;
+    /// Shaped tables: the columns the load target has were read (or it does not exist).
+    bool columns_known = false;
+    /// Shaped tables: the columns `staging` has, as far as this process knows; the columns
+    /// missing or narrower there are added or widened before a load.
+    std::vector<BqColumn> target_columns;
+  };
+  /// A record of a shaped table as it is loaded.
+  struct ShapedRow {
+    size_t record = 0;  // Its index in the batch.
+    Value row;
+    bool deleted = false;
+  };
+  /// One table's share of a Write(), made before anything is written.
+  struct TableWrite {
+    TableState* table = nullptr;
+    /// Plain tables: the batch's rows.
+    std::vector<size_t> rows;
+    /// Shaped and rejected tables: the rows to load.
+    std::vector<ShapedRow> shaped;
   };
   /// A staged file not yet loaded (async_load).
   struct PendingFile {
@@ -112,6 +147,8 @@ class BigqueryDestination final : public Destination {
   explicit BigqueryDestination(const DestinationContext& context);
 
   Result<TableState*> TableFor(std::string_view destination_id);
+  /// The `<table>__rejected` table of `table`.
+  TableState* RejectedTableFor(const TableState& table);
   Status Prepare(TableState& table);
   BigQueryTableRef Ref(std::string_view table) const;
   BigQueryJobRef JobRef(std::string job_id) const;
@@ -122,17 +159,54 @@ class BigqueryDestination final : public Destination {
   /// finding it is no news.
   Result<BigQueryJob> EnsureJob(const std::string& base_id, const Value& configuration, bool wait,
                                 bool submitted_here = false);
-  Result<std::string> Upload(const TableState& table, int64_t sequence, const RecordBatch& records,
-                             const std::vector<size_t>& rows, int64_t loaded_at_us);
+  /// Uploads a load file of `table`'s `sequence`-th load; returns the object's name.
+  Result<std::string> Upload(const TableState& table, int64_t sequence, const std::string& file);
+  /// Encodes `rows` of `records` (a plain table) into a load file.
+  Result<std::string> Encode(const TableState& table, const RecordBatch& records,
+                             const std::vector<size_t>& rows, int64_t loaded_at_us) const;
+  /// Loads `file` (rows `records` of the batch) into `table`'s staging table under the load's
+  /// deterministic id, as every load of an appending table is.
+  Status LoadFile(TableState& table, int64_t sequence, const std::string& file,
+                  const RecordBatch& records, const std::vector<size_t>& rows);
   void DeleteObjects(const std::vector<std::string>& objects);
   Status SubmitPending(bool all);
   Status CompleteOldest();
   Status ReapDone();
   Value CurrentState() const;
+  /// Reads the columns `state` records for evolved tables.
+  Status RestoreColumns(const Value& state);
   Status CheckPartitioning(const TableState& table);
   /// Deletes the staged files of `job_id` when the backend says it will never succeed.
   void SweepFilesOfAbandonedJob(const std::string& job_id);
   Status Publish(TableState& table);
+  /// Whether publishing `table` replaces the published table (a full refresh, or replace).
+  bool Replaces(const TableState& table) const;
+
+  // Shaped tables (bigquery_policy_writes.cc): merge, schema contracts and change formats.
+  /// Reads and checks the records of `rows` for `table`: its write, and its rejected table's,
+  /// are added to `writes`. Fails (nothing written yet) on a record the contract refuses under
+  /// freeze or evolve.
+  Status ShapeRows(TableState& table, const RecordBatch& records, const std::vector<size_t>& rows,
+                   int64_t loaded_at_us, std::vector<TableWrite>& writes);
+  /// Writes a shaped or rejected table's rows: columns added or widened first, then a load, or
+  /// for a merge a load into a staging table of its own and the MERGE.
+  Status WriteShaped(TableWrite& write, const RecordBatch& records, int64_t sequence);
+  Status MergeLoad(TableWrite& write, const RecordBatch& records, int64_t sequence,
+                   const std::string& file);
+  /// Loads `file` into `staging`, a table of its own for one merge load (made here, dropped by
+  /// BigQuery a day later if the run dies before it drops it).
+  Status LoadMergeStaging(const TableState& table, const BigQueryTableRef& staging,
+                          int64_t sequence, const std::string& file);
+  /// The columns of the table `ref` as a query sees them (the emulator's tables.get does not
+  /// show DDL changes); nullopt when it does not exist.
+  Result<std::optional<std::vector<BqColumn>>> PhysicalColumns(const BigQueryTableRef& ref);
+  /// Learns what the load target of a shaped table holds (once).
+  Status KnowColumns(TableState& table);
+  /// Adds and widens the columns `table.staging` lacks (ALTER TABLE), so that it has `columns`;
+  /// `ref`: another table to align instead (the published one, before a copy).
+  Status AlterColumns(const BigQueryTableRef& ref, const std::vector<BqColumn>& have,
+                      const std::vector<BqColumn>& want);
+  Result<BigQueryJob> RunStatement(const std::string& job_id, const std::string& sql);
 
   SyncMetadata sync_;
   std::function<Result<bool>(const std::string& job_id)> job_abandoned_;
@@ -154,6 +228,7 @@ class BigqueryDestination final : public Destination {
   std::optional<BigQueryTimePartitioning> partitioning_;
   std::map<std::string, std::vector<BqColumn>, std::less<>> schemas_;
   std::map<std::string, std::vector<std::string>, std::less<>> clustering_;
+  TablePolicies policies_;
 
   std::unique_ptr<BigQueryClient> bigquery_;
   std::unique_ptr<GcsClient> gcs_;

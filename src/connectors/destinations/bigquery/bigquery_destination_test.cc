@@ -2,14 +2,19 @@
 // table names, the partition-field checks of spec 8.1.6, and the rule on a streams block.
 #include "connectors/destinations/bigquery/bigquery_destination.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bizon/clock.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/destination_record.h"
+#include "google/google_test_support.h"
 
 namespace bizon {
 namespace {
@@ -157,6 +162,129 @@ TEST(BigqueryDestinationTest, StreamTableIdsMustNameProjectDatasetAndTable) {
   EXPECT_EQ(violations[1].message,
             "table_id must look like 'project.dataset.table', got 'a.b.c.d' (4 parts)");
   EXPECT_TRUE(CheckStreamTableIds(Value::EmptyMap()).empty());
+}
+
+Value MergeConfig() {
+  Value column_id(Value::Map{{"name", "id"}, {"type", "INTEGER"}, {"mode", "REQUIRED"}});
+  Value column_name(Value::Map{{"name", "name"}, {"type", "STRING"}, {"mode", "NULLABLE"}});
+  Value entry(Value::Map{{"destination_id", "users"},
+                         {"record_schema", Value(Value::List{column_id, column_name})}});
+  return Value(Value::Map{{"project_id", "p"},
+                          {"dataset_id", "d"},
+                          {"gcs_buffer_bucket", "b"},
+                          {"unnest", true},
+                          {"record_schemas", Value(Value::List{entry})},
+                          {"write_disposition", "merge"},
+                          {"primary_key", Value(Value::List{Value("id")})}});
+}
+
+std::string CreateError(const Value& config, SyncMode sync_mode = SyncMode::kStream) {
+  DestinationContext context;
+  context.sync.sync_mode = sync_mode;
+  context.config = config;
+  auto created = BigqueryDestination::Create(context);
+  return created ? std::string() : created.error().message();
+}
+
+TEST(BigqueryDestinationTest, MergeAndContractsNeedUnnestTheKeyColumnsAndSynchronousLoads) {
+  EXPECT_EQ(CreateError(MergeConfig()), "");
+  Value raw = MergeConfig();
+  raw.Set("unnest", false);
+  EXPECT_EQ(CreateError(raw),
+            "destination.config.write_disposition: needs unnest: true: the record's keys are the "
+            "columns it reads (the primary_key, the schema, the change's row)");
+  Value contract = MergeConfig();
+  contract.Set("write_disposition", "append");
+  contract.Erase("primary_key");
+  contract.Set("schema_contract", "freeze");
+  EXPECT_EQ(CreateError(contract), "");
+  contract.Set("unnest", false);
+  EXPECT_NE(CreateError(contract).find("destination.config.schema_contract: needs unnest"),
+            std::string::npos);
+  Value unknown_key = MergeConfig();
+  unknown_key.Set("primary_key", Value(Value::List{Value("email")}));
+  EXPECT_EQ(CreateError(unknown_key),
+            "destination.config.record_schemas[0].primary_key: 'email' is not a column of the "
+            "table's record_schema");
+  Value sorted = MergeConfig();
+  sorted.Set("dedup_sort", Value(Value::Map{{"column", "updated_at"}, {"order", "desc"}}));
+  EXPECT_NE(CreateError(sorted).find("record_schemas[0].dedup_sort: 'updated_at' is not a column"),
+            std::string::npos);
+  Value async = MergeConfig();
+  async.Set("async_load", true);
+  EXPECT_NE(CreateError(async).find("destination.config.async_load: a merge loads and applies"),
+            std::string::npos);
+  Value keyless = MergeConfig();
+  keyless.Erase("primary_key");
+  EXPECT_NE(CreateError(keyless).find("merge needs a primary_key"), std::string::npos);
+}
+
+TEST(BigqueryDestinationTest, MergeRowsJobIdsDifferFromTheLoadsOfTheSameRows) {
+  RecordBatch rows;
+  rows.Add("1", R"({"id":1})", 10);
+  std::string load = BigqueryLoadJobId("job", "users", 3, rows, {0});
+  std::string merge = BigqueryRowsJobId("merge", "job", "users", 3, rows, {0});
+  EXPECT_EQ(merge.rfind("bizon_merge_job_", 0), 0U) << merge;
+  EXPECT_EQ(load.substr(load.rfind('_')), merge.substr(merge.rfind('_')));
+  EXPECT_TRUE(BigQueryClient::IsValidJobId(merge));
+}
+
+// A run that died after its MERGE ran and before its cursor was recorded: the resumed run loads
+// the same rows as its same n-th load, finds the MERGE's job id DONE and does not run it again
+// (the emulator would run a repeated job id a second time, as a new job).
+TEST(BigqueryDestinationEmulatorTest, AMergeThatRanBeforeItsCursorWasRecordedIsNotRunAgain) {
+  BIZON_REQUIRE_BIGQUERY_EMULATOR();
+  if (std::getenv("STORAGE_EMULATOR_HOST") == nullptr) {
+    BIZON_SKIP_OR_FAIL("STORAGE_EMULATOR_HOST is unset (scripts/test-servers.sh start gcs)");
+  }
+  auto client = BigQueryClient::Make({.project = "test-project"});
+  ASSERT_TRUE(client) << client.error().ToString();
+  // Job ids outlive datasets in the emulator: this run's own pipeline job.
+  std::string job = fmt::format("job_merge_once_{}_{}", getpid(), NowMicros() % 1000000000);
+  std::string dataset = "d" + job;
+  ASSERT_TRUE((*client)->InsertDataset({.dataset = dataset}));
+  Value config = MergeConfig();
+  config.Set("project_id", "test-project");
+  config.Set("dataset_id", dataset);
+  config.Set("gcs_buffer_bucket", std::getenv("BIZON_GCS_BUCKET") != nullptr
+                                      ? std::getenv("BIZON_GCS_BUCKET")
+                                      : "bizon-buffer");
+  config.Set("destination_id", "users");
+  DestinationContext context;
+  context.sync = {.name = "merge-once",
+                  .job_id = job,
+                  .source_name = "src",
+                  .stream_name = "users",
+                  .sync_mode = SyncMode::kStream,
+                  .destination_name = "bigquery"};
+  context.config = config;
+  RecordBatch records;
+  records.Add("a", R"({"id":1,"name":"one"})", 10);
+  records.Add("b", R"({"id":2,"name":"two"})", 10);
+  records.Add("c", R"({"id":1,"name":"one again"})", 10);
+  std::string merge_id = BigqueryRowsJobId("merge", job, "users", 1, records, {0, 1, 2});
+  BigQueryJobRef ref{.project = "test-project", .job_id = merge_id};
+  std::string created;
+  for (int run = 0; run < 2; ++run) {
+    auto destination = BigqueryDestination::Create(context);
+    ASSERT_TRUE(destination) << destination.error().ToString();
+    ASSERT_TRUE((*destination)->Open(Value()).ok());  // No cursor was recorded.
+    auto written = (*destination)->Write(records, 20);
+    ASSERT_TRUE(written) << written.error().ToString();
+    auto merge = (*client)->GetJob(ref);
+    ASSERT_TRUE(merge) << merge.error().ToString();
+    std::string time = merge->resource.FindPath("statistics.creationTime")->ToDisplayString();
+    if (run == 0) created = time;
+    EXPECT_EQ(time, created) << "the MERGE ran again";
+  }
+  auto rows = (*client)->RunQuery(
+      {.job_id = BigQueryClient::RandomJobId("test")},
+      {.query = fmt::format("SELECT id, name FROM `test-project.{}.users` ORDER BY id", dataset)});
+  ASSERT_TRUE(rows) << rows.error().ToString();
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(rows->rows[0][1].ToDisplayString(), "one again");
+  EXPECT_EQ(rows->rows[1][1].ToDisplayString(), "two");
+  EXPECT_TRUE((*client)->DeleteDataset("test-project", dataset, true).ok());
 }
 
 }  // namespace

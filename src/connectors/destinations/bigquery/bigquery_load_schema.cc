@@ -16,16 +16,6 @@ Status RowError(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message), FailureClass::kDestination);
 }
 
-bool IsAvroName(std::string_view name) {
-  if (name.empty()) return false;
-  auto first = static_cast<unsigned char>(name[0]);
-  if (!(std::isalpha(first) != 0 || first == '_')) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    auto byte = static_cast<unsigned char>(c);
-    return byte < 0x80 && (std::isalnum(byte) != 0 || byte == '_');
-  });
-}
-
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
 int64_t DaysFromCivil(int64_t year, unsigned month, unsigned day) {
   year -= month <= 2 ? 1 : 0;
@@ -136,6 +126,16 @@ std::string TypeJson(const BqColumn& column) {
 
 }  // namespace
 
+bool IsLoadableColumnName(std::string_view name) {
+  if (name.empty()) return false;
+  auto first = static_cast<unsigned char>(name[0]);
+  if (!(std::isalpha(first) != 0 || first == '_')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    auto byte = static_cast<unsigned char>(c);
+    return byte < 0x80 && (std::isalnum(byte) != 0 || byte == '_');
+  });
+}
+
 Result<BqColumnType> ParseBqColumnType(std::string_view type) {
   static const std::vector<std::pair<std::string_view, BqColumnType>> kTypes = {
       {"STRING", BqColumnType::kString},       {"BYTES", BqColumnType::kBytes},
@@ -210,7 +210,7 @@ Result<std::vector<BqColumn>> ParseRecordSchema(const Value& record_schema,
   for (const Value& item : record_schema.AsList()) {
     BqColumn column;
     column.name = item.GetString("name");
-    if (!IsAvroName(column.name)) {
+    if (!IsLoadableColumnName(column.name)) {
       return Fail(InvalidArgumentError(fmt::format(
           "{}: column name '{}' cannot be loaded: use letters, digits and underscores, not "
           "starting with a digit",
@@ -278,49 +278,78 @@ std::string AvroSchemaFor(const std::vector<BqColumn>& columns) {
   return out;
 }
 
-Result<std::string> DecimalBytes(std::string_view text, int precision, int scale) {
-  auto invalid = [&] {
-    return Fail(InvalidArgumentError(fmt::format("'{}' is not a decimal number", text)));
-  };
-  size_t pos = 0;
+namespace {
+
+/// A decimal number's text read as its digits and the power of ten that scales them.
+struct DecimalText {
   bool negative = false;
-  if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) negative = text[pos++] == '-';
   std::string digits;
   int64_t exponent = 0;
+};
+
+/// Reads a decimal number (optionally signed, with a fraction and an exponent); nullopt when
+/// the text is not one.
+std::optional<DecimalText> ReadDecimalText(std::string_view text) {
+  DecimalText out;
+  size_t pos = 0;
+  if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) {
+    out.negative = text[pos++] == '-';
+  }
   bool any = false;
   while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-    digits.push_back(text[pos++]);
+    out.digits.push_back(text[pos++]);
     any = true;
   }
   if (pos < text.size() && text[pos] == '.') {
     ++pos;
     while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      digits.push_back(text[pos++]);
-      --exponent;
+      out.digits.push_back(text[pos++]);
+      --out.exponent;
       any = true;
     }
   }
-  if (!any) return invalid();
+  if (!any) return std::nullopt;
   if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
     ++pos;
+    if (pos < text.size() && text[pos] == '+') ++pos;
     int64_t value = 0;
     auto [end, error] = std::from_chars(text.data() + pos, text.data() + text.size(), value);
-    if (error != std::errc() || end == text.data() + pos) {
-      if (pos < text.size() && text[pos] == '+') {
-        auto [end2, error2] =
-            std::from_chars(text.data() + pos + 1, text.data() + text.size(), value);
-        if (error2 != std::errc()) return invalid();
-        end = end2;
-      } else {
-        return invalid();
-      }
-    }
+    if (error != std::errc() || end == text.data() + pos) return std::nullopt;
     pos = static_cast<size_t>(end - text.data());
-    if (value > 1000 || value < -1000) return invalid();
-    exponent += value;
+    if (value > 1000 || value < -1000) return std::nullopt;
+    out.exponent += value;
   }
-  if (pos != text.size()) return invalid();
-  exponent += scale;
+  if (pos != text.size()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+bool IsExactDecimal(std::string_view text, int precision, int scale) {
+  std::optional<DecimalText> number = ReadDecimalText(text);
+  if (!number) return false;
+  std::string& digits = number->digits;
+  size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return true;  // Zero.
+  digits.erase(0, first);
+  int64_t exponent = number->exponent;
+  while (digits.back() == '0') {
+    digits.pop_back();
+    ++exponent;
+  }
+  int64_t fraction = exponent < 0 ? -exponent : 0;
+  int64_t integer = std::max<int64_t>(0, static_cast<int64_t>(digits.size()) + exponent);
+  return fraction <= scale && integer <= precision - scale;
+}
+
+Result<std::string> DecimalBytes(std::string_view text, int precision, int scale) {
+  std::optional<DecimalText> number = ReadDecimalText(text);
+  if (!number) {
+    return Fail(InvalidArgumentError(fmt::format("'{}' is not a decimal number", text)));
+  }
+  bool negative = number->negative;
+  std::string digits = std::move(number->digits);
+  int64_t exponent = number->exponent + scale;
   if (exponent >= 0) {
     digits.append(static_cast<size_t>(exponent), '0');
   } else {
@@ -438,6 +467,111 @@ Result<int64_t> ParseBqTime(std::string_view text) {
   return micros;
 }
 
+namespace {
+
+// How a JSON value becomes each column type, shared by the encoder and FitsColumnType so that a
+// value the contract check lets through is one the encoder writes.
+
+std::optional<int64_t> IntegerOf(const Value& value) {
+  if (value.is_integer()) return value.AsInteger();
+  if (value.is_string()) {
+    const std::string& s = value.AsString();
+    int64_t integer = 0;
+    auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), integer);
+    if (error != std::errc() || end != s.data() + s.size()) return std::nullopt;
+    return integer;
+  }
+  if (value.kind() == Value::Kind::kDouble && std::trunc(value.AsDouble()) == value.AsDouble() &&
+      std::fabs(value.AsDouble()) < 9.2e18) {
+    return static_cast<int64_t>(value.AsDouble());
+  }
+  return std::nullopt;
+}
+
+std::optional<double> DoubleOf(const Value& value) {
+  if (value.is_number()) return value.AsDouble();
+  if (!value.is_string()) return std::nullopt;
+  const std::string& s = value.AsString();
+  double number = 0;
+  auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), number);
+  if (error != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return number;
+}
+
+std::optional<bool> BoolOf(const Value& value) {
+  if (value.is_bool()) return value.AsBool();
+  if (value.is_string() && (value.AsString() == "true" || value.AsString() == "false")) {
+    return value.AsString() == "true";
+  }
+  return std::nullopt;
+}
+
+Result<int64_t> TimestampOf(const Value& value) {
+  if (value.is_string()) return ParseBqTimestamp(value.AsString());
+  if (value.is_integer()) return value.AsInteger() * 1000000;
+  if (value.is_number()) return static_cast<int64_t>(std::llround(value.AsDouble() * 1e6));
+  return Fail(InvalidArgumentError("not a TIMESTAMP"));
+}
+
+}  // namespace
+
+std::optional<std::string> DecimalTextOf(const Value& value) {
+  if (value.is_integer()) return std::to_string(value.AsInteger());
+  if (value.kind() == Value::Kind::kDouble) return fmt::format("{}", value.AsDouble());
+  if (value.is_string()) return value.AsString();
+  return std::nullopt;
+}
+
+bool FitsColumnType(BqColumnType type, const Value& value) {
+  switch (type) {
+    case BqColumnType::kString:
+    case BqColumnType::kJson:
+    case BqColumnType::kGeography:
+    case BqColumnType::kDatetime:
+      return true;
+    case BqColumnType::kBytes:
+      return value.is_string();
+    case BqColumnType::kInteger:
+      return IntegerOf(value).has_value();
+    case BqColumnType::kFloat:
+      return DoubleOf(value).has_value();
+    case BqColumnType::kNumeric:
+    case BqColumnType::kBignumeric: {
+      std::optional<std::string> number = DecimalTextOf(value);
+      bool big = type == BqColumnType::kBignumeric;
+      return number && DecimalBytes(*number, big ? 76 : 38, big ? 38 : 9).has_value();
+    }
+    case BqColumnType::kBoolean:
+      return BoolOf(value).has_value();
+    case BqColumnType::kTimestamp:
+      return (value.is_string() || value.is_number()) && TimestampOf(value).has_value();
+    case BqColumnType::kDate:
+      return value.is_string() && ParseBqDate(value.AsString()).has_value();
+    case BqColumnType::kTime:
+      return value.is_string() && ParseBqTime(value.AsString()).has_value();
+  }
+  return false;
+}
+
+std::string_view BqColumnSqlType(BqColumnType type) {
+  switch (type) {
+    case BqColumnType::kInteger:
+      return "INT64";
+    case BqColumnType::kFloat:
+      return "FLOAT64";
+    case BqColumnType::kBoolean:
+      return "BOOL";
+    case BqColumnType::kNumeric:
+      // NUMERIC's own precision and scale, spelled out: the emulator reads a bare NUMERIC in DDL
+      // as DECIMAL(18, 3) and would round the values to 3 decimals.
+      return "NUMERIC(38, 9)";
+    case BqColumnType::kBignumeric:
+      return "BIGNUMERIC(76, 38)";
+    default:
+      return BqColumnTypeName(type);
+  }
+}
+
 // -----------------------------------------------------------------------------------------------
 // LoadFileEncoder.
 
@@ -518,77 +652,37 @@ struct LoadFileEncoder::State {
         avro_value_set_bytes(&out, text.data(), text.size());
         return Status::Ok();
       case BqColumnType::kInteger: {
-        int64_t integer = 0;
-        if (value.is_integer()) {
-          integer = value.AsInteger();
-        } else if (value.is_string()) {
-          const std::string& s = value.AsString();
-          auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), integer);
-          if (error != std::errc() || end != s.data() + s.size()) return mismatch("an integer");
-        } else if (value.kind() == Value::Kind::kDouble &&
-                   std::trunc(value.AsDouble()) == value.AsDouble() &&
-                   std::fabs(value.AsDouble()) < 9.2e18) {
-          integer = static_cast<int64_t>(value.AsDouble());
-        } else {
-          return mismatch("an integer");
-        }
-        avro_value_set_long(&out, integer);
+        std::optional<int64_t> integer = IntegerOf(value);
+        if (!integer) return mismatch("an integer");
+        avro_value_set_long(&out, *integer);
         return Status::Ok();
       }
       case BqColumnType::kFloat: {
-        double number = 0;
-        if (value.is_number()) {
-          number = value.AsDouble();
-        } else if (value.is_string()) {
-          const std::string& s = value.AsString();
-          auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), number);
-          if (error != std::errc() || end != s.data() + s.size()) return mismatch("a number");
-        } else {
-          return mismatch("a number");
-        }
-        avro_value_set_double(&out, number);
+        std::optional<double> number = DoubleOf(value);
+        if (!number) return mismatch("a number");
+        avro_value_set_double(&out, *number);
         return Status::Ok();
       }
       case BqColumnType::kNumeric:
       case BqColumnType::kBignumeric: {
-        std::string number;
-        if (value.is_integer()) {
-          number = std::to_string(value.AsInteger());
-        } else if (value.kind() == Value::Kind::kDouble) {
-          number = fmt::format("{}", value.AsDouble());
-        } else if (value.is_string()) {
-          number = value.AsString();
-        } else {
-          return mismatch("a number");
-        }
+        std::optional<std::string> number = DecimalTextOf(value);
+        if (!number) return mismatch("a number");
         bool big = column.type == BqColumnType::kBignumeric;
-        Result<std::string> bytes = DecimalBytes(number, big ? 76 : 38, big ? 38 : 9);
+        Result<std::string> bytes = DecimalBytes(*number, big ? 76 : 38, big ? 38 : 9);
         if (!bytes) return bytes.error();
         text = std::move(*bytes);
         avro_value_set_bytes(&out, text.data(), text.size());
         return Status::Ok();
       }
-      case BqColumnType::kBoolean:
-        if (value.is_bool()) {
-          avro_value_set_boolean(&out, value.AsBool() ? 1 : 0);
-        } else if (value.is_string() &&
-                   (value.AsString() == "true" || value.AsString() == "false")) {
-          avro_value_set_boolean(&out, value.AsString() == "true" ? 1 : 0);
-        } else {
-          return mismatch("a boolean");
-        }
+      case BqColumnType::kBoolean: {
+        std::optional<bool> flag = BoolOf(value);
+        if (!flag) return mismatch("a boolean");
+        avro_value_set_boolean(&out, *flag ? 1 : 0);
         return Status::Ok();
+      }
       case BqColumnType::kTimestamp: {
-        int64_t micros = 0;
-        if (value.is_string()) {
-          BIZON_ASSIGN_OR_RETURN(micros, ParseBqTimestamp(value.AsString()));
-        } else if (value.is_integer()) {
-          micros = value.AsInteger() * 1000000;
-        } else if (value.is_number()) {
-          micros = static_cast<int64_t>(std::llround(value.AsDouble() * 1e6));
-        } else {
-          return mismatch("a TIMESTAMP");
-        }
+        if (!value.is_string() && !value.is_number()) return mismatch("a TIMESTAMP");
+        BIZON_ASSIGN_OR_RETURN(int64_t micros, TimestampOf(value));
         avro_value_set_long(&out, micros);
         return Status::Ok();
       }
@@ -643,13 +737,17 @@ struct LoadFileEncoder::State {
     if (!parsed || !parsed->is_map()) {
       return RowError(fmt::format("record {} is not a JSON object", batch.id(i)));
     }
+    return AppendObject(*parsed, batch.id(i));
+  }
+
+  Status AppendObject(const Value& row, std::string_view record_id) {
     values.assign(columns.size(), nullptr);
-    for (const auto& [key, value] : parsed->AsMap()) {
+    for (const auto& [key, value] : row.AsMap()) {
       size_t index = 0;
       while (index < columns.size() && columns[index].name != key) ++index;
       if (index == columns.size()) {
         return RowError(
-            fmt::format("record {}: Column {} not found in BigQuery schema", batch.id(i), key));
+            fmt::format("record {}: Column {} not found in BigQuery schema", record_id, key));
       }
       values[index] = &value;
     }
@@ -657,9 +755,8 @@ struct LoadFileEncoder::State {
       BIZON_ASSIGN_OR_RETURN(avro_value_t field, writer->Field(index));
       Status set = SetColumn(field, columns[index], values[index]);
       if (!set.ok()) {
-        return RowError(fmt::format("record {}, column {} ({}): {}", batch.id(i),
-                                    columns[index].name, BqColumnTypeName(columns[index].type),
-                                    set.message()));
+        return RowError(fmt::format("record {}, column {} ({}): {}", record_id, columns[index].name,
+                                    BqColumnTypeName(columns[index].type), set.message()));
       }
     }
     return writer->AppendRow();
@@ -681,6 +778,14 @@ LoadFileEncoder::~LoadFileEncoder() = default;
 Status LoadFileEncoder::Append(const RecordBatch& batch, size_t i, int64_t loaded_at_us) {
   return state_->unnest ? state_->AppendUnnested(batch, i)
                         : state_->AppendRaw(batch, i, loaded_at_us);
+}
+
+Status LoadFileEncoder::AppendObject(const Value& row, std::string_view record_id) {
+  if (!state_->unnest || !row.is_map()) {
+    return RowError(
+        fmt::format("record {} is not a JSON object of the table's columns", record_id));
+  }
+  return state_->AppendObject(row, record_id);
 }
 
 Result<std::string> LoadFileEncoder::Finish() { return state_->writer->Finish(); }

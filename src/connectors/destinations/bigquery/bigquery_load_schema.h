@@ -72,11 +72,27 @@ struct BqColumn {
   std::string description;
 };
 
+/// Whether `name` can be a column of a load file (an Avro field name): an ASCII letter or '_',
+/// then letters, digits and '_'.
+bool IsLoadableColumnName(std::string_view name);
+
 /// The column type a record_schemas `type` names (upper case as declared; INT64, FLOAT64 and
 /// BOOL are aliases). RECORD and unknown names are kInvalidArgument.
 Result<BqColumnType> ParseBqColumnType(std::string_view type);
 /// The type as a load schema spells it (STRING, INTEGER, FLOAT, ...).
 std::string_view BqColumnTypeName(BqColumnType type);
+/// The type as DDL spells it (INT64, FLOAT64, BOOL, NUMERIC(38, 9), ...): what ALTER TABLE and
+/// CAST take.
+std::string_view BqColumnSqlType(BqColumnType type);
+
+/// Whether LoadFileEncoder writes `value` (not null) into a column of `type`: the encoder's own
+/// rules, without writing (NUMERIC rounds to its scale, as the encoder does).
+bool FitsColumnType(BqColumnType type, const Value& value);
+/// The decimal text of a number or a string value (what NUMERIC columns are written from);
+/// nullopt for other kinds.
+std::optional<std::string> DecimalTextOf(const Value& value);
+/// Whether decimal `text` holds exactly in `precision` digits at `scale`: nothing rounded off.
+bool IsExactDecimal(std::string_view text, int precision, int scale);
 
 /// The six raw-mode columns, all NULLABLE, in the table's column order: _source_record_id,
 /// _source_timestamp, _source_data (STRING), _bizon_extracted_at, _bizon_loaded_at, _bizon_id.
@@ -119,6 +135,9 @@ class LoadFileEncoder {
   /// ("Column <k> not found in BigQuery schema"), and each value must fit its column's type.
   /// Errors are kInvalidArgument naming the record id and the column.
   Status Append(const RecordBatch& batch, size_t i, int64_t loaded_at_us);
+  /// Appends `row`, a JSON object already read (unnest only), as Append does record
+  /// `record_id`'s payload.
+  Status AppendObject(const Value& row, std::string_view record_id);
   /// The file; the encoder is empty afterwards.
   Result<std::string> Finish();
   int64_t rows() const;

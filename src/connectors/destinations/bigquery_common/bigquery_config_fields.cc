@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bizon/value.h"
+#include "common/write_disposition.h"
 
 namespace bizon {
 namespace {
@@ -144,7 +145,7 @@ FieldSpec BigqueryEnforcePartitioningField() {
 }
 
 FieldSpec BigqueryRecordSchemasField() {
-  return {
+  FieldSpec field = {
       .name = "record_schemas",
       .type = FieldType::kList,
       .description = "Column schema per destination id, used when unnest is on.",
@@ -174,6 +175,10 @@ FieldSpec BigqueryRecordSchemasField() {
           .unknown_keys = UnknownKeys::kWarn,
       }},
   };
+  // A table's own write_disposition, primary_key, schema_contract ... over the
+  // destination-wide ones (common/write_disposition.h).
+  for (FieldSpec& policy : TablePolicyFields()) field.items[0].fields.push_back(std::move(policy));
+  return field;
 }
 
 FieldSpec BigqueryTablePrefixField() {

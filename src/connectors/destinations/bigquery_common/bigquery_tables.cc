@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/write_disposition.h"
 #include "connectors/destinations/destination_record.h"
 
 namespace bizon {
@@ -34,6 +35,10 @@ std::string BigqueryConfigLine(const Value* node) {
 std::vector<ConfigRuleViolation> BigqueryConfigViolations(
     const Value& config, SyncMode sync_mode,
     const std::function<Status(const DestinationContext&)>& create) {
+  // The table policies' own rules first (common/write_disposition.h), each with its path:
+  // create() would stop at the first of them.
+  std::vector<ConfigRuleViolation> policies = CheckTablePolicies(config, sync_mode);
+  if (!policies.empty()) return policies;
   const Value* schemas = config.Find("record_schemas");
   if (config.GetBool("unnest", false) &&
       (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
@@ -125,6 +130,7 @@ Result<BigqueryTableLayout> BigqueryLayoutFor(const BigqueryRecordSchemas& schem
     layout.columns = BigqueryRawColumns();
   }
   if (schema != schemas.columns.end()) {
+    layout.entry = schema->first;
     if (auto keys = schemas.clustering.find(schema->first); keys != schemas.clustering.end()) {
       layout.clustering = keys->second;
     }

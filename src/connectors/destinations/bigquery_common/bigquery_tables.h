@@ -42,6 +42,8 @@ Result<BigqueryRecordSchemas> ParseBigqueryRecordSchemas(const Value& config, bo
 struct BigqueryTableLayout {
   std::vector<BqColumn> columns;
   std::vector<std::string> clustering;
+  /// The destination_id of the record_schemas entry it comes from; empty: none.
+  std::string entry;
 };
 
 /// The layout of the table a record routed to `destination_id` goes to: its record_schemas
@@ -54,9 +56,10 @@ Result<BigqueryTableLayout> BigqueryLayoutFor(const BigqueryRecordSchemas& schem
                                               std::string_view table);
 
 /// The rules a destination's Create() enforces beyond the declared spec, as `config validate`
-/// reports them: `create` runs over `config`, and its first error becomes the option's path and
-/// the message (without the line, which the diagnostic shows). Errors without a
-/// `destination.config.<path>: ` prefix (required options) are left to the spec.
+/// reports them: the table policies' rules (CheckTablePolicies), else `create` runs over
+/// `config`, and its first error becomes the option's path and the message (without the line,
+/// which the diagnostic shows). Errors without a `destination.config.<path>: ` prefix (required
+/// options) are left to the spec.
 std::vector<ConfigRuleViolation> BigqueryConfigViolations(
     const Value& config, SyncMode sync_mode,
     const std::function<Status(const DestinationContext&)>& create);

@@ -14,6 +14,7 @@
 #include "common/parallel.h"
 #include "connectors/destinations/bigquery/bigquery_destination.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/bigquery_common/bigquery_merge.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
@@ -25,22 +26,113 @@ constexpr std::string_view kDefaultStream = "default_stream";
 /// Refused rows quoted in the error; the rest are counted.
 constexpr size_t kRowErrorsQuoted = 3;
 
+/// The table-policy options this destination takes: CDC merges by key in sequence-number order,
+/// so no merge_strategy or dedup_sort, and it writes the declared columns (no schema_contract).
+bool TakesPolicyOption(std::string_view name) {
+  return name == "write_disposition" || name == "primary_key" || name == "hard_delete" ||
+         name == "change_format";
+}
+
+/// Whether `name` is one of the table-policy options (common/write_disposition.h).
+bool IsTablePolicyOption(std::string_view name) {
+  std::vector<FieldSpec> options = TablePolicyFields();
+  return std::any_of(options.begin(), options.end(),
+                     [&](const FieldSpec& option) { return option.name == name; });
+}
+
 std::vector<FieldSpec> BigqueryStreamingV2Fields() {
   std::vector<FieldSpec> fields = BigqueryDatasetFields();
+  FieldSpec record_schemas = BigqueryRecordSchemasField();
+  std::erase_if(record_schemas.items[0].fields, [](const FieldSpec& field) {
+    return IsTablePolicyOption(field.name) && !TakesPolicyOption(field.name);
+  });
   const std::vector<FieldSpec> own = {
       BigqueryTimePartitioningField(/*nullable=*/true),
       BigqueryEnforcePartitioningField(),
       BigqueryAuthenticationField(),
       BigqueryMaxRowsPerRequestField(),
-      BigqueryRecordSchemasField(),
+      std::move(record_schemas),
       BigqueryTablePrefixField(),
       BigqueryWriteModeField(),
+      {.name = "max_staleness_minutes",
+       .type = FieldType::kInteger,
+       .description = "write_disposition merge: the max_staleness of the change data capture "
+                      "tables bizon creates, in minutes (how old the changes applied to a "
+                      "query's answer may be; larger is cheaper). 0 leaves it unset: every "
+                      "query applies every change.",
+       .nullable = false,
+       .default_value = 15,
+       .minimum = 0},
   };
   fields.insert(fields.end(), own.begin(), own.end());
+  for (FieldSpec& policy : WriteDispositionFields()) {
+    if (TakesPolicyOption(policy.name)) fields.push_back(std::move(policy));
+  }
   return fields;
 }
 
+/// The table policies this destination takes: merge through CDC into the published table
+/// (incremental and stream runs, unnest), change formats; no schema contract. The legacy flavor
+/// only appends.
+Status CheckStreamingPolicies(const TablePolicies& policies, const Value& config, bool unnest,
+                              const BigqueryRecordSchemas& schemas, SyncMode sync_mode,
+                              BigqueryStreamingFlavor flavor) {
+  auto fail = [](std::string_view option, std::string_view message) {
+    return InvalidArgumentError(fmt::format("destination.config.{}: {}", option, message));
+  };
+  bool legacy = flavor == BigqueryStreamingFlavor::kLegacy;
+  if (legacy && config.Find("record_schemas") != nullptr) {
+    for (const auto& [id, columns] : schemas.columns) {
+      const TablePolicy& policy = policies.For(id);
+      if (policy.merges() || policy.contract != SchemaContract::kExact ||
+          policy.disposition == WriteDisposition::kReplace) {
+        return fail("record_schemas",
+                    "bigquery_streaming appends in every sync mode; use "
+                    "bigquery_streaming_v2 (merge) or bigquery (merge, "
+                    "schema_contract)");
+      }
+    }
+  }
+  if (policies.AnyContract()) {
+    return fail("schema_contract",
+                "bigquery_streaming_v2 writes the record_schemas columns as declared; "
+                "schema_contract is the bigquery destination's");
+  }
+  if (!policies.AnyMerge()) return Status::Ok();
+  if (!unnest) {
+    return fail("write_disposition",
+                "merge needs unnest: true: the primary_key columns are record_schemas columns");
+  }
+  if (sync_mode == SyncMode::kFullRefresh) {
+    return fail("write_disposition",
+                "merge writes changes into the published table through BigQuery's change data "
+                "capture; run it as an incremental or stream pipeline");
+  }
+  for (const auto& [id, columns] : schemas.columns) {
+    const TablePolicy& policy = policies.For(id);
+    if (!policy.merges()) continue;
+    if (std::string problem = CheckMergeColumns(policy, columns); !problem.empty()) {
+      return fail("primary_key", problem.substr(problem.find(": ") + 2));
+    }
+    if (policy.dedup_sort) {
+      return fail("dedup_sort",
+                  "bigquery_streaming_v2 orders a key's changes by _CHANGE_SEQUENCE_NUMBER (the "
+                  "kafka partition and offset); dedup_sort is the bigquery destination's");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::string ChangeSequenceNumber(const std::vector<uint64_t>& sections) {
+  std::string out;
+  for (uint64_t section : sections) {
+    if (!out.empty()) out.push_back('/');
+    fmt::format_to(std::back_inserter(out), "{:016X}", section);
+  }
+  return out;
+}
 
 FieldSpec BigqueryWriteModeField() {
   return {.name = "write_mode",
@@ -155,6 +247,13 @@ Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Desti
     return Fail(InvalidArgumentError("destination.config: project_id and dataset_id are required"));
   }
   BIZON_ASSIGN_OR_RETURN(d.schemas_, ParseBigqueryRecordSchemas(config, d.unnest_));
+  BIZON_ASSIGN_OR_RETURN(d.policies_, ReadTablePolicies(config));
+  BIZON_RETURN_IF_ERROR(CheckStreamingPolicies(d.policies_, config, d.unnest_, d.schemas_,
+                                               d.sync_.sync_mode, flavor));
+  if (int64_t minutes = config.GetInteger("max_staleness_minutes", 15); minutes > 0) {
+    // BigQuery's INTERVAL text: Y-M D H:M:S.
+    d.max_staleness_ = fmt::format("0-0 0 {}:{}:0", minutes / 60, minutes % 60);
+  }
   if (d.unnest_ && d.schemas_.columns.empty()) {
     return Fail(InvalidArgumentError(
         "destination.config.unnest: At least one `record_schemas` must be provided if `unnest` "
@@ -202,6 +301,7 @@ Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
   auto bigquery = BigQueryClient::Make(std::move(rest_options));
   if (!bigquery) return BigqueryDestinationContext(bigquery.error(), "BigQuery client");
   bigquery_ = std::move(*bigquery);
+  opened_at_us_ = NowMicros();
   BigQueryWriteClientOptions write_options;
   write_options.credentials = credentials;
   write_options.endpoint = connection_.storage_endpoint;
@@ -262,14 +362,25 @@ Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destinati
   table.main = parts.size() == 3
                    ? BigQueryTableRef{.project = parts[0], .dataset = parts[1], .table = parts[2]}
                    : BigQueryTableRef{.project = project_, .dataset = dataset_, .table = parts[0]};
-  table.staging = table.main;
-  if (Staged()) table.staging.table = StagingTableName(table.main.table, sync_.sync_mode);
   BIZON_ASSIGN_OR_RETURN(
       BigqueryTableLayout layout,
       BigqueryLayoutFor(schemas_, unnest_, destination_id, default_destination_id_, name));
+  table.policy = layout.entry.empty() ? policies_.Default() : policies_.For(layout.entry);
+  // A merge writes its changes into the table itself: BigQuery applies them (CDC).
+  table.cdc = unnest_ && table.policy.merges();
+  table.staging = table.main;
+  if (Staged() && !table.cdc) {
+    table.staging.table = StagingTableName(table.main.table, sync_.sync_mode);
+  }
   table.columns = std::move(layout.columns);
   table.clustering = std::move(layout.clustering);
-  auto schema = ProtoRowSchema::Make(ToBigQuerySchema(table.columns));
+  BigQuerySchema row_schema = ToBigQuerySchema(table.columns);
+  if (table.cdc) {
+    // The pseudo-columns of BigQuery's CDC: part of each row's message, never of the table.
+    row_schema.push_back({.name = std::string(kChangeTypeColumn), .type = "STRING"});
+    row_schema.push_back({.name = std::string(kChangeSequenceColumn), .type = "STRING"});
+  }
+  auto schema = ProtoRowSchema::Make(row_schema);
   if (!schema)
     return Fail(BigqueryDestinationContext(schema.error(), "table " + table.main.ToString()));
   table.schema = std::move(*schema);
@@ -284,8 +395,24 @@ Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
   wanted.schema = ToBigQuerySchema(table.columns);
   wanted.time_partitioning = partitioning_;
   wanted.clustering_fields = table.clustering;
-  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(wanted), Staged(), sync_.job_id,
-                                             /*on_abandoned=*/nullptr));
+  if (table.cdc) {
+    wanted.primary_key = table.policy.primary_key;
+    wanted.max_staleness = max_staleness_;
+  }
+  BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, wanted, Staged() && !table.cdc,
+                                             sync_.job_id, /*on_abandoned=*/nullptr));
+  if (table.cdc) {
+    auto existing = bigquery_->GetTable(table.staging);
+    if (existing && existing->primary_key != table.policy.primary_key) {
+      // Made by an earlier run without a key: BigQuery refuses CDC rows into it.
+      spdlog::warn(
+          "{} destination: table {} has primary key ({}) where merge needs ({}); CDC writes need "
+          "it: ALTER TABLE `{}` ADD PRIMARY KEY ({}) NOT ENFORCED",
+          name_, table.staging.ToString(), fmt::join(existing->primary_key, ", "),
+          fmt::join(table.policy.primary_key, ", "), table.staging.ToString(),
+          fmt::join(table.policy.primary_key, ", "));
+    }
+  }
   table.prepared = true;
   return Status::Ok();
 }
@@ -298,7 +425,7 @@ std::vector<BigqueryStreamingV2Destination::WritePart> BigqueryStreamingV2Destin
   // default stream keeps its one long-lived connection per table, so that a refused row stays
   // the last one written.
   size_t parts = 1;
-  if (committed_) {
+  if (!DefaultStream(table)) {
     size_t bytes = 0;
     for (size_t row : rows) bytes += records.payload(row).size() + records.id(row).size();
     parts = std::clamp<size_t>(bytes / min_bytes_per_stream_, 1,
@@ -321,7 +448,7 @@ Status BigqueryStreamingV2Destination::WriteRows(WritePart& part, const RecordBa
   std::unique_ptr<AppendStream> own;
   AppendStream* stream = nullptr;
   std::string pending;
-  if (committed_) {
+  if (!DefaultStream(table)) {
     // This part's own PENDING stream: its rows stay invisible until the cursor that covers
     // them is recorded (OnCursorRecorded() commits it). What a run writes after its last
     // recorded cursor is never committed, whatever order a resumed run fetches it in.
@@ -345,7 +472,7 @@ Status BigqueryStreamingV2Destination::WriteRows(WritePart& part, const RecordBa
     stream = table.default_append.get();
   }
   Result<int64_t> sent = SendRows(*stream, part, records, loaded_at_us);
-  if (!committed_) {
+  if (DefaultStream(table)) {
     // A failed connection is not used again: the next write opens another.
     if (!sent) table.default_append.reset();
     return sent ? Status::Ok() : sent.error();
@@ -364,6 +491,39 @@ Status BigqueryStreamingV2Destination::WriteRows(WritePart& part, const RecordBa
   return Status::Ok();
 }
 
+Status BigqueryStreamingV2Destination::RowsOf(const WritePart& part, const RecordBatch& records,
+                                              size_t from, size_t to, int64_t loaded_at_us,
+                                              std::vector<std::string>& rows,
+                                              std::vector<size_t>& sources) const {
+  const TableState& table = *part.table;
+  for (size_t i = from; i < to; ++i) {
+    size_t row = part.rows[i];
+    if (!table.cdc && table.policy.change_format == ChangeFormat::kNone) {
+      rows.push_back(unnest_ ? std::string(records.payload(row))
+                             : RawRow(records, row, loaded_at_us));
+      sources.push_back(i);
+      continue;
+    }
+    BIZON_ASSIGN_OR_RETURN(std::optional<ChangeRow> change,
+                           ReadChangeRow(records.payload(row), records.id(row), table.policy));
+    // A tombstone; a delete, for a table that appends.
+    if (!change || (change->deleted && !table.cdc)) continue;
+    if (table.cdc) {
+      std::string sequence =
+          change->kafka_position
+              ? ChangeSequenceNumber({static_cast<uint64_t>(change->kafka_position->first),
+                                      static_cast<uint64_t>(change->kafka_position->second)})
+              : ChangeSequenceNumber({static_cast<uint64_t>(opened_at_us_),
+                                      static_cast<uint64_t>(writes_), static_cast<uint64_t>(i)});
+      change->row.Set(kChangeTypeColumn, Value(change->deleted ? "DELETE" : "UPSERT"));
+      change->row.Set(kChangeSequenceColumn, Value(std::move(sequence)));
+    }
+    rows.push_back(change->row.ToJson());
+    sources.push_back(i);
+  }
+  return Status::Ok();
+}
+
 Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream, WritePart& part,
                                                          const RecordBatch& records,
                                                          int64_t loaded_at_us) const {
@@ -375,23 +535,25 @@ Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream, W
   const auto chunk = static_cast<size_t>(max_rows_per_request_);
   std::vector<std::string> json_rows;
   std::vector<std::string> serialized;
+  std::vector<size_t> sources;  // The index in part.rows of every row given to the stream.
   int64_t sent = 0;
   Status status = Status::Ok();
   for (size_t from = 0; from < part.rows.size() && status.ok(); from += chunk) {
     size_t to = std::min(part.rows.size(), from + chunk);
     json_rows.clear();
     serialized.clear();
-    for (size_t i = from; i < to; ++i) {
-      size_t row = part.rows[i];
-      json_rows.push_back(unnest_ ? std::string(records.payload(row))
-                                  : RawRow(records, row, loaded_at_us));
-      Status encoded = encoder.Encode(json_rows.back(), serialized.emplace_back());
+    size_t first = sources.size();
+    BIZON_RETURN_IF_ERROR(RowsOf(part, records, from, to, loaded_at_us, json_rows, sources));
+    for (size_t i = 0; i < json_rows.size(); ++i) {
+      Status encoded = encoder.Encode(json_rows[i], serialized.emplace_back());
       if (!encoded.ok()) {
         return Fail(BigqueryDestinationContext(
-            encoded, fmt::format("record {} for {}", QuoteDestinationId(records.id(row)),
+            encoded, fmt::format("record {} for {}",
+                                 QuoteDestinationId(records.id(part.rows[sources[first + i]])),
                                  table.main.ToString())));
       }
     }
+    if (serialized.empty()) continue;
     auto appended = stream.Append(serialized);
     if (!appended) {
       status = appended.error();
@@ -399,8 +561,15 @@ Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream, W
     }
     sent += static_cast<int64_t>(serialized.size() - appended->oversized_rows.size());
     for (size_t index : appended->oversized_rows) {
+      if (table.cdc) {
+        return Fail(BigqueryDestinationError(
+            StatusCode::kInvalidArgument,
+            fmt::format("record {} is too large for a Storage Write request, and a change (CDC) "
+                        "cannot be loaded by a job",
+                        QuoteDestinationId(records.id(part.rows[sources[first + index]])))));
+      }
       part.large_json.push_back(std::move(json_rows[index]));
-      part.large_records.push_back(part.rows[from + index]);
+      part.large_records.push_back(part.rows[sources[first + index]]);
     }
   }
   // Every request acknowledged: on a committed stream before it is finalized, on the default
@@ -413,9 +582,9 @@ Result<int64_t> BigqueryStreamingV2Destination::SendRows(AppendStream& stream, W
   std::vector<std::string> parts;
   for (const AppendRowError& error : refused) {
     if (parts.size() == kRowErrorsQuoted) break;
-    size_t index = error.row - base;  // Into part.rows.
-    std::string id = error.row >= base && index < part.rows.size()
-                         ? QuoteDestinationId(records.id(part.rows[index]))
+    size_t index = error.row - base;  // Into sources.
+    std::string id = error.row >= base && index < sources.size()
+                         ? QuoteDestinationId(records.id(part.rows[sources[index]]))
                          : fmt::format("#{}", error.row);
     parts.push_back(fmt::format("record {}: {}", id, error.message));
   }
@@ -577,13 +746,15 @@ Result<BigQueryJob> BigqueryStreamingV2Destination::RunStatement(const std::stri
 }
 
 Status BigqueryStreamingV2Destination::Publish(TableState& table) {
+  if (table.cdc) return Status::Ok();  // Written into the table itself.
   std::string job_id = BigqueryJobId("publish", sync_.job_id, table.main.ToString(), 0);
   std::vector<std::string> columns;
   columns.reserve(table.columns.size());
   for (const BqColumn& column : table.columns) columns.push_back(fmt::format("`{}`", column.name));
   std::string list = fmt::format("{}", fmt::join(columns, ", "));
   std::string sql;
-  if (sync_.sync_mode == SyncMode::kFullRefresh) {
+  if (sync_.sync_mode == SyncMode::kFullRefresh ||
+      table.policy.disposition == WriteDisposition::kReplace) {
     // The layout to declare: the configured one, unless the table exists with another (then
     // its own, so that the run works), or enforce_partitioning drops it first.
     std::optional<BigQueryTimePartitioning> partitioning = partitioning_;
@@ -656,6 +827,7 @@ Status BigqueryStreamingV2Destination::Finalize() {
 Status BigqueryStreamingV2Destination::OnJobSucceeded() {
   if (!Staged()) return Status::Ok();
   for (auto& [name, table] : tables_) {
+    if (table.cdc) continue;  // No staging table.
     Status dropped = bigquery_->DeleteTable(table.staging, true);
     if (!dropped.ok()) {
       // A leftover staging table is dropped by the next run that finds it.

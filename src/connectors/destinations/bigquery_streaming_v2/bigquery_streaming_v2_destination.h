@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "bizon/registry.h"
+#include "common/write_disposition.h"
 #include "connectors/destinations/bigquery/bigquery_load_schema.h"
 #include "connectors/destinations/bigquery_common/bigquery_tables.h"
 #include "google/bigquery_client.h"
@@ -88,6 +89,16 @@ enum class BigqueryStreamingFlavor {
 /// The write_mode option of both streaming destinations.
 FieldSpec BigqueryWriteModeField();
 
+/// The `_CHANGE_SEQUENCE_NUMBER` of a change data capture row, in the form BigQuery documents:
+/// up to four sections of up to 16 hexadecimal digits separated by '/', compared section by
+/// section; here each section is written with all 16 digits, upper case. A kafka record's is
+/// its partition then its offset: the changes of one key (one partition) in offset order.
+std::string ChangeSequenceNumber(const std::vector<uint64_t>& sections);
+
+/// CDC pseudo-columns of the Storage Write API rows of a merging table.
+inline constexpr std::string_view kChangeTypeColumn = "_CHANGE_TYPE";
+inline constexpr std::string_view kChangeSequenceColumn = "_CHANGE_SEQUENCE_NUMBER";
+
 class BigqueryStreamingV2Destination final : public Destination {
  public:
   /// Checks the config (record_schemas, partitioning, clustering); connects in Open().
@@ -119,6 +130,10 @@ class BigqueryStreamingV2Destination final : public Destination {
     /// default_stream: the table's long-lived AppendRows connection, opened by the first write
     /// and kept while it works (every request is acknowledged before Write() returns).
     std::unique_ptr<AppendStream> default_append;
+    TablePolicy policy;
+    /// write_disposition merge: rows are changes (_CHANGE_TYPE, _CHANGE_SEQUENCE_NUMBER) written
+    /// to the table itself through its default stream, which BigQuery's CDC requires.
+    bool cdc = false;
   };
 
   /// Rows of one table that one thread encodes and appends: on a committed stream into a
@@ -135,6 +150,14 @@ class BigqueryStreamingV2Destination final : public Destination {
   BigqueryStreamingV2Destination(const DestinationContext& context, BigqueryStreamingFlavor flavor);
   /// Whether Write() goes to a staging table that Finalize() publishes.
   bool Staged() const;
+  /// Whether `table` is written through the default stream (write_mode, or CDC).
+  bool DefaultStream(const TableState& table) const { return !committed_ || table.cdc; }
+  /// The JSON rows `part` writes for rows [from, to) of its records: the record (raw or
+  /// unnested), or for a CDC table its change (nothing for a tombstone). `sources`: the index in
+  /// part.rows of each row produced.
+  Status RowsOf(const WritePart& part, const RecordBatch& records, size_t from, size_t to,
+                int64_t loaded_at_us, std::vector<std::string>& rows,
+                std::vector<size_t>& sources) const;
 
   Result<TableState*> TableFor(std::string_view destination_id);
   Status Prepare(TableState& table);
@@ -181,6 +204,12 @@ class BigqueryStreamingV2Destination final : public Destination {
   bool unnest_ = false;
   std::optional<BigQueryTimePartitioning> partitioning_;
   BigqueryRecordSchemas schemas_;
+  TablePolicies policies_;
+  /// max_staleness of the CDC tables this destination creates (INTERVAL text); empty: none.
+  std::string max_staleness_;
+  /// When this instance opened: the first section of a non-kafka change's sequence number, so
+  /// that a later run's changes order after an earlier run's.
+  int64_t opened_at_us_ = 0;
 
   std::unique_ptr<BigQueryClient> bigquery_;
   std::unique_ptr<BigQueryWriteClient> writer_;

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -489,6 +491,190 @@ TEST_F(BigqueryStreamingV2FakeTest, DefaultStreamOptionAppendsWithoutOffsetsAndP
 
 // bigquery_streaming (spec 8.2): no staging table in any sync mode; a full refresh appends to the
 // final table through a committed stream and publishes nothing.
+// ---- write_disposition merge: change data capture --------------------------------------------
+
+TEST(BigqueryStreamingV2CdcTest, SequenceNumbersAreHexSectionsInBigQuerysForm) {
+  EXPECT_EQ(ChangeSequenceNumber({1, 1000}), "0000000000000001/00000000000003E8");
+  EXPECT_EQ(ChangeSequenceNumber({0xFFFFFFFFFFFFFFFFULL}), "FFFFFFFFFFFFFFFF");
+  // Offsets compare as numbers section by section; the fixed width makes them compare as text
+  // too.
+  EXPECT_LT(ChangeSequenceNumber({0, 9}), ChangeSequenceNumber({0, 10}));
+}
+
+/// A Debezium topic of `keys` users over two partitions (a key stays in its partition), as the
+/// kafka source delivers it, and the source table it ends as.
+struct DebeziumTopic {
+  std::vector<std::vector<std::string>> partitions{2};
+  std::map<int, std::string> table;  // id -> name
+
+  DebeziumTopic(int keys, int events, uint32_t seed) {
+    std::mt19937 random(seed);
+    std::vector<int64_t> offsets = {100, 500};
+    for (int event = 0; event < events; ++event) {
+      int id = static_cast<int>(random() % static_cast<uint32_t>(keys));
+      int partition = id % 2;
+      auto current = table.find(id);
+      std::string name = fmt::format("user{}-v{}", id, event);
+      std::string before = current == table.end()
+                               ? "null"
+                               : fmt::format(R"({{"id":{},"name":"{}"}})", id, current->second);
+      std::string op = current == table.end() ? "c" : (random() % 10 < 3 ? "d" : "u");
+      std::string after = op == "d" ? "null" : fmt::format(R"({{"id":{},"name":"{}"}})", id, name);
+      int64_t offset = offsets[partition]++;
+      partitions[partition].push_back(fmt::format(
+          R"({{"topic":"db.users","offset":{},"partition":{},"timestamp":1,"keys":{{"id":{}}},)"
+          R"("headers":{{}},"value":{{"op":"{}","before":{},"after":{},"source":{{}}}},"schema":{{}}}})",
+          offset, partition, id, op, before, after));
+      if (op == "d") {
+        table.erase(id);
+        // Kafka's tombstone for the deleted key follows the delete.
+        partitions[partition].push_back(fmt::format(
+            R"({{"topic":"db.users","offset":{},"partition":{},"timestamp":1,"keys":{{"id":{}}},)"
+            R"("headers":{{}},"value":null,"schema":{{}}}})",
+            offsets[partition]++, partition, id));
+      } else {
+        table[id] = name;
+      }
+    }
+  }
+
+  /// Both partitions interleaved as a consumer might read them (each in its own order), from
+  /// the given positions on.
+  std::vector<std::string> Interleaved(uint32_t seed, size_t from0 = 0, size_t from1 = 0) const {
+    std::mt19937 random(seed);
+    std::vector<std::string> out;
+    size_t next[2] = {from0, from1};
+    while (next[0] < partitions[0].size() || next[1] < partitions[1].size()) {
+      int take = next[1] >= partitions[1].size()   ? 0
+                 : next[0] >= partitions[0].size() ? 1
+                                                   : static_cast<int>(random() % 2);
+      out.push_back(partitions[take][next[take]++]);
+    }
+    return out;
+  }
+};
+
+RecordBatch Batch(const std::vector<std::string>& messages, size_t from, size_t count) {
+  RecordBatch batch;
+  for (size_t i = from; i < std::min(messages.size(), from + count); ++i) {
+    batch.Add(fmt::format("m{}", i), messages[i], kLoadedAt);
+  }
+  return batch;
+}
+
+Value CdcConfig() {
+  Value schema(
+      Value::List{Value(Value::Map{{"name", "id"}, {"type", "INTEGER"}, {"mode", "REQUIRED"}}),
+                  Value(Value::Map{{"name", "name"}, {"type", "STRING"}, {"mode", "NULLABLE"}})});
+  return Value(Value::Map{
+      {"unnest", true},
+      {"destination_id", "p.d.users"},
+      {"record_schemas", Value(Value::List{Value(Value::Map{{"destination_id", "p.d.users"},
+                                                            {"record_schema", schema}})})},
+      {"time_partitioning", Value()},
+      {"write_disposition", "merge"},
+      {"primary_key", Value(Value::List{Value("id")})},
+      {"change_format", "debezium"}});
+}
+
+/// The fake's CDC table as id -> name.
+std::map<int, std::string> CdcTable(const FakeBigQueryWrite& write) {
+  std::map<int, std::string> out;
+  for (const std::string& row : write.CdcRows("projects/p/datasets/d/tables/users")) {
+    auto parsed = Value::FromJson(row);
+    EXPECT_TRUE(parsed) << row;
+    if (!parsed) continue;
+    out[static_cast<int>(std::stol(parsed->GetString("id")))] = parsed->GetString("name");
+  }
+  return out;
+}
+
+// A Debezium topic into a merging table: every change goes through the default stream with its
+// _CHANGE_TYPE and a _CHANGE_SEQUENCE_NUMBER made of its partition and offset, and the table
+// ends equal to the source table. A run that dies after writing and before its cursor is
+// recorded is resumed with the same messages cut and interleaved otherwise: the changes written
+// twice are applied once (their sequence numbers), none is lost.
+TEST_F(BigqueryStreamingV2FakeTest, DebeziumTopicMergesThroughCdcIntoTheSourceTable) {
+  write_->DeclarePrimaryKey("projects/p/datasets/d/tables/users", {"id"});
+  DebeziumTopic topic(/*keys=*/60, /*events=*/600, /*seed=*/7);
+  std::vector<std::string> first = topic.Interleaved(11);
+  auto dead = Make(SyncMode::kStream, CdcConfig());
+  ASSERT_NE(dead, nullptr);
+  ASSERT_TRUE(dead->Open(Value()).ok());
+  Value recorded;
+  size_t written = 0;
+  for (; written < first.size() / 2; written += 70) {
+    auto state = dead->Write(Batch(first, written, 70), kLoadedAt);
+    ASSERT_TRUE(state) << state.error().ToString();
+    ASSERT_TRUE(dead->OnCursorRecorded(*state).ok());
+    recorded = *state;
+  }
+  // Two more writes whose cursors are never recorded: the run dies.
+  ASSERT_TRUE(dead->Write(Batch(first, written, 70), kLoadedAt));
+  ASSERT_TRUE(dead->Write(Batch(first, written + 70, 70), kLoadedAt));
+  dead.reset();
+
+  // The resumed run reads each partition again from the recorded position, interleaved
+  // otherwise, in other cuts.
+  size_t from[2] = {0, 0};
+  for (size_t i = 0; i < written; ++i) {
+    from[first[i].find(R"("partition":1)") != std::string::npos ? 1 : 0]++;
+  }
+  std::vector<std::string> rest = topic.Interleaved(23, from[0], from[1]);
+  auto resumed = Make(SyncMode::kStream, CdcConfig());
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(resumed->Open(recorded).ok());
+  for (size_t at = 0; at < rest.size(); at += 45) {
+    auto state = resumed->Write(Batch(rest, at, 45), kLoadedAt);
+    ASSERT_TRUE(state) << state.error().ToString();
+    ASSERT_TRUE(resumed->OnCursorRecorded(*state).ok());
+  }
+  ASSERT_TRUE(resumed->Finalize().ok());
+  ASSERT_TRUE(resumed->OnJobSucceeded().ok());
+
+  EXPECT_EQ(CdcTable(*write_), topic.table);
+  EXPECT_FALSE(topic.table.empty());
+  EXPECT_GT(write_->cdc_changes(), 600);  // The dead run's last writes were written again.
+  // The table was made for CDC: its key and max_staleness; nothing was staged or published.
+  std::vector<Value> tables = PostedBodies("/tables");
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].FindPath("tableReference.tableId")->AsString(), "users");
+  EXPECT_EQ(tables[0].FindPath("tableConstraints.primaryKey.columns")->ToJson(), R"(["id"])");
+  EXPECT_EQ(tables[0].GetString("maxStaleness"), "0-0 0 0:15:0");
+  EXPECT_EQ(Statements(), std::vector<std::string>{});
+  EXPECT_EQ(Uncommitted(recorded), std::vector<std::string>{});
+}
+
+TEST_F(BigqueryStreamingV2FakeTest, MergeRulesAreCheckedWhenTheDestinationIsMade) {
+  auto error = [&](SyncMode mode, Value config) {
+    config.Set("project_id", "p");
+    config.Set("dataset_id", "d");
+    DestinationContext context;
+    context.sync.sync_mode = mode;
+    context.config = std::move(config);
+    auto made = BigqueryStreamingV2Destination::Create(context);
+    return made ? std::string() : made.error().message();
+  };
+  EXPECT_EQ(error(SyncMode::kIncremental, CdcConfig()), "");
+  EXPECT_NE(error(SyncMode::kFullRefresh, CdcConfig())
+                .find("destination.config.write_disposition: merge writes changes into the "
+                      "published table"),
+            std::string::npos);
+  Value raw = CdcConfig();
+  raw.Set("unnest", false);
+  EXPECT_NE(error(SyncMode::kStream, raw).find("merge needs unnest: true"), std::string::npos);
+  Value contract = CdcConfig();
+  contract.Set("schema_contract", "evolve");
+  EXPECT_NE(error(SyncMode::kStream, contract).find("schema_contract is the bigquery destination"),
+            std::string::npos);
+  Value sorted = CdcConfig();
+  sorted.Set("dedup_sort", Value(Value::Map{{"column", "name"}}));
+  EXPECT_NE(error(SyncMode::kStream, sorted).find("_CHANGE_SEQUENCE_NUMBER"), std::string::npos);
+  Value key = CdcConfig();
+  key.Set("primary_key", Value(Value::List{Value("email")}));
+  EXPECT_NE(error(SyncMode::kStream, key).find("'email' is not a column"), std::string::npos);
+}
+
 TEST_F(BigqueryStreamingV2FakeTest, LegacyFlavorAppendsEverySyncModeToTheFinalTable) {
   for (SyncMode mode : {SyncMode::kFullRefresh, SyncMode::kIncremental}) {
     SCOPED_TRACE(static_cast<int>(mode));
