@@ -160,6 +160,11 @@ class ResourceReader {
     const Value* selector = merged.Find("record_selector");
     spec.detect_records = selector == nullptr || selector->is_null();
     if (!spec.detect_records) endpoint.record_selector = selector->ToDisplayString();
+    // A path that ends in a placeholder names one entity: its page is the record.
+    if (spec.detect_records && path.ends_with("}") && path.rfind('/') < path.rfind('{')) {
+      spec.detect_records = false;
+      endpoint.record_selector = "$";
+    }
     endpoint.record_id = reader.String("record_id");
     ReadPaging(index, merged, spec);
     spec.destination_id = merged.GetString("destination_id", spec.name);
