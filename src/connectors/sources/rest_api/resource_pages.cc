@@ -113,7 +113,10 @@ Result<std::optional<HttpResponse>> ResourcePages::Send(HttpRequest request,
       return action.Matches(response.status, response.body);
     });
     if (match == actions.end()) {
-      if (!response.ok()) return Fail(HttpStatusError(request.method, origin, response));
+      if (!response.ok()) {
+        return Fail(HttpStatusError(request.method, AppendQuery(request.url, request.query),
+                                    response));
+      }
       return std::optional<HttpResponse>(std::move(response));
     }
     switch (match->action) {
