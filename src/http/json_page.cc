@@ -172,7 +172,6 @@ simdjson::error_code ExtractField(ondemand::object& object,
   return simdjson::SUCCESS;
 }
 
-
 bool IsSimpleName(std::string_view key) {
   if (key.empty() || std::isdigit(static_cast<unsigned char>(key.front())) != 0) return false;
   return std::all_of(key.begin(), key.end(), [](char c) {
@@ -202,9 +201,8 @@ bool HasWildcard(const std::vector<JsonPathStep>& steps) {
 std::string StepsToPointer(const std::vector<JsonPathStep>& steps) {
   std::string pointer;
   for (const JsonPathStep& step : steps) {
-    AppendPointerSegment(pointer,
-                         step.kind == JsonPathStep::Kind::kIndex ? std::to_string(step.index)
-                                                                 : step.name);
+    AppendPointerSegment(
+        pointer, step.kind == JsonPathStep::Kind::kIndex ? std::to_string(step.index) : step.name);
   }
   return pointer;
 }
@@ -304,7 +302,9 @@ class SelectorWalk {
     }
   }
 
-  Status Invalid(simdjson::error_code error) { return failure_(simdjson::error_message(error), true); }
+  Status Invalid(simdjson::error_code error) {
+    return failure_(simdjson::error_message(error), true);
+  }
 
   const std::vector<JsonPathStep>& steps_;
   std::string label_;
@@ -533,7 +533,8 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
       return InvalidJson(simdjson::error_message(error));
     }
     Status visited;
-    if (auto error = visits.Visit(object, visited)) return InvalidJson(simdjson::error_message(error));
+    if (auto error = visits.Visit(object, visited))
+      return InvalidJson(simdjson::error_message(error));
     BIZON_RETURN_IF_ERROR(visited);
     ++index;
   }

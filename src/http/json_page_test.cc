@@ -161,14 +161,17 @@ TEST(JsonPageTest, JsonPathSelectorsVisitEveryRecordTheyReach) {
   EXPECT_TRUE(Selected(page, "$.missing[*].x").empty());
   // ForEachObject reads a wildcard path the same way.
   std::vector<std::string> ids;
-  ASSERT_TRUE(page.ForEachObject("$.data[*].items", {"id"}, [&](const JsonObjectView& object) {
-                    ids.push_back(object.fields[0]->ToDisplayString());
-                    return Status::Ok();
-                  }).ok());
+  ASSERT_TRUE(page.ForEachObject("$.data[*].items", {"id"},
+                                 [&](const JsonObjectView& object) {
+                                   ids.push_back(object.fields[0]->ToDisplayString());
+                                   return Status::Ok();
+                                 })
+                  .ok());
   EXPECT_EQ(ids, (std::vector<std::string>{"1", "2", "3"}));
   // The bytes are the page's.
   JsonPage spaced(R"({"d": [ {"id" : 1 , "x":[1, 2]} ]})", "GET test");
-  EXPECT_EQ(Selected(spaced, "$.d[*]", {}), (std::vector<std::string>{R"({"id" : 1 , "x":[1, 2]})"}));
+  EXPECT_EQ(Selected(spaced, "$.d[*]", {}),
+            (std::vector<std::string>{R"({"id" : 1 , "x":[1, 2]})"}));
 }
 
 TEST(JsonPageTest, JsonPathErrorsNameThePath) {
@@ -176,9 +179,8 @@ TEST(JsonPageTest, JsonPathErrorsNameThePath) {
   EXPECT_FALSE(ParseJsonPath("$.data[?(@.x)]").has_value());
   EXPECT_FALSE(ParseJsonPath("$.data['x").has_value());
   JsonPage page(R"({"data": [1, 2]})", "GET test");
-  Status status = page.ForEachSelected("$.data", {}, [](const JsonObjectView&) {
-    return Status::Ok();
-  });
+  Status status =
+      page.ForEachSelected("$.data", {}, [](const JsonObjectView&) { return Status::Ok(); });
   EXPECT_EQ(status.failure_class(), FailureClass::kSource);
   EXPECT_NE(status.message().find("element 0 of '$.data' is not a JSON object"), std::string::npos);
 }
@@ -194,8 +196,7 @@ TEST(JsonPageTest, DetectsTheRecordsWhenNoSelectorIsGiven) {
   EXPECT_EQ(length, 2u);
   EXPECT_EQ(JsonPage(R"({"a b": [1, 2], "c": [3]})", "t").DetectRecordSelector().value(),
             "$['a b']");
-  EXPECT_EQ(JsonPage(R"({"name": "pikachu", "id": 25})", "t").DetectRecordSelector().value(),
-            "$");
+  EXPECT_EQ(JsonPage(R"({"name": "pikachu", "id": 25})", "t").DetectRecordSelector().value(), "$");
   EXPECT_FALSE(JsonPage("42", "t").DetectRecordSelector().has_value());
 }
 

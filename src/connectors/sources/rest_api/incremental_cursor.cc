@@ -101,8 +101,8 @@ std::string FormatInstant(const Instant& instant) {
   UtcTime time = SplitUtc(instant.micros);
   std::string out = fmt::format("{:04d}-{:02d}-{:02d}", time.year, time.month, time.day);
   if (instant.date_only) return out;
-  out += fmt::format("{}{:02d}:{:02d}:{:02d}", instant.separator, time.hour, time.minute,
-                     time.second);
+  out +=
+      fmt::format("{}{:02d}:{:02d}:{:02d}", instant.separator, time.hour, time.minute, time.second);
   if (instant.fraction_digits > 0) {
     std::string fraction = fmt::format("{:06d}", time.microsecond);
     fraction.resize(static_cast<size_t>(instant.fraction_digits), '0');

@@ -85,8 +85,8 @@ Result<HttpRequest> ResourcePages::BuildRequest(const ResourceTask& task,
   if (endpoint.body) {
     BIZON_ASSIGN_OR_RETURN(body, ResolveBodyPlaceholders(*endpoint.body, task.parent));
   }
-  HttpRequest request = PageRequest(endpoint, task.page, extra, position, &url,
-                                    body ? &*body : nullptr);
+  HttpRequest request =
+      PageRequest(endpoint, task.page, extra, position, &url, body ? &*body : nullptr);
   if (spec().parent) {
     for (auto& [name, value] : request.query) {
       BIZON_ASSIGN_OR_RETURN(value, ResolvePlaceholders(value, task.parent, false));
@@ -114,24 +114,25 @@ Result<std::optional<HttpResponse>> ResourcePages::Send(HttpRequest request,
     });
     if (match == actions.end()) {
       if (!response.ok()) {
-        return Fail(HttpStatusError(request.method, AppendQuery(request.url, request.query),
-                                    response));
+        return Fail(
+            HttpStatusError(request.method, AppendQuery(request.url, request.query), response));
       }
       return std::optional<HttpResponse>(std::move(response));
     }
     switch (match->action) {
       case ResponseAction::Kind::kIgnore:
-        spdlog::info("rest_api resource '{}': ignoring the response of {} ({}), as a response "
-                     "action says",
-                     spec().name, origin, response.status);
+        spdlog::info(
+            "rest_api resource '{}': ignoring the response of {} ({}), as a response "
+            "action says",
+            spec().name, origin, response.status);
         return std::optional<HttpResponse>();
       case ResponseAction::Kind::kFail:
-        return Fail(Status(StatusCode::kFailedPrecondition,
-                           fmt::format("rest_api resource '{}': {} returned {}, which a response "
-                                       "action fails: {}",
-                                       spec().name, origin, response.status,
-                                       BodyExcerpt(response.body)),
-                           FailureClass::kSource));
+        return Fail(
+            Status(StatusCode::kFailedPrecondition,
+                   fmt::format("rest_api resource '{}': {} returned {}, which a response "
+                               "action fails: {}",
+                               spec().name, origin, response.status, BodyExcerpt(response.body)),
+                   FailureClass::kSource));
       case ResponseAction::Kind::kRetry:
         if (retries >= retry.total) {
           return Fail(Status(StatusCode::kUnavailable,
@@ -142,9 +143,10 @@ Result<std::optional<HttpResponse>> ResourcePages::Send(HttpRequest request,
                              FailureClass::kSource));
         }
         double wait = retry.BackoffSeconds(retries + 1);
-        spdlog::warn("Retrying HTTP request in {:.1f} s (response action; retry {} of {}): {} "
-                     "returned {}",
-                     wait, retries + 1, retry.total, origin, response.status);
+        spdlog::warn(
+            "Retrying HTTP request in {:.1f} s (response action; retry {} of {}): {} "
+            "returned {}",
+            wait, retries + 1, retry.total, origin, response.status);
         session_->sleep()(wait);
         break;
     }
@@ -164,11 +166,11 @@ Result<std::string> ResourcePages::SelectorFor(const JsonPage& page) {
   std::lock_guard<std::mutex> lock(selector_mutex_);
   if (!detected_selector_) {
     detected_selector_ = selector;
-    spdlog::info("rest_api resource '{}': records found at {} ({}); set record_selector to "
-                 "choose another place",
-                 spec().name, selector,
-                 selector != "$" ? "the largest list at the top of the response"
-                                 : "the response itself");
+    spdlog::info(
+        "rest_api resource '{}': records found at {} ({}); set record_selector to "
+        "choose another place",
+        spec().name, selector,
+        selector != "$" ? "the largest list at the top of the response" : "the response itself");
   }
   return *detected_selector_;
 }

@@ -72,8 +72,8 @@ class ResourcePages {
   /// Whether the window keeps `record`; sets `stop` when the row order says the range is past,
   /// and adds a kept record's cursor to `outcome`.
   Result<bool> KeepByCursor(const JsonObjectView& record, const std::string& id,
-                            const CursorWindow& window, const JsonPage& page,
-                            TaskOutcome& outcome, bool& stop) const;
+                            const CursorWindow& window, const JsonPage& page, TaskOutcome& outcome,
+                            bool& stop) const;
   /// `,"_<parent>_<field>":<value>...` for the task's include_from_parent fields.
   std::string ParentMembers(const ResourceTask& task) const;
 

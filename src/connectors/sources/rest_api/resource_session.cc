@@ -37,9 +37,8 @@ Result<std::shared_ptr<Authenticator>> MakeResourceAuthenticator(const Value& au
         TokenParams{.token = std::move(key), .auth_method = "", .auth_header = std::move(name)}));
   }
   if (type == "basic") {
-    return std::shared_ptr<Authenticator>(std::make_shared<BasicAuthenticator>(
-        BasicParams{.username = auth.GetString("username"),
-                    .password = auth.GetString("password")}));
+    return std::shared_ptr<Authenticator>(std::make_shared<BasicAuthenticator>(BasicParams{
+        .username = auth.GetString("username"), .password = auth.GetString("password")}));
   }
   return Fail(InvalidArgumentError(fmt::format("unknown auth type '{}'", type)));
 }

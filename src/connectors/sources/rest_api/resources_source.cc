@@ -54,8 +54,8 @@ Status ResourcesSource::OpenWindows(const Value& stored) {
       windows_.emplace_back();
       continue;
     }
-    auto window = CursorWindow::Make(*resource.endpoint.incremental,
-                                     CursorState::FromValue(stored_.back()));
+    auto window =
+        CursorWindow::Make(*resource.endpoint.incremental, CursorState::FromValue(stored_.back()));
     if (!window) {
       return window.error().WithContext(fmt::format("rest_api resource '{}'", resource.name));
     }
@@ -113,7 +113,8 @@ Value ResourcesSource::Encode(const Progress& progress) const {
   }
   Value cursors = Value::EmptyMap();
   for (size_t i = 0; i < resources_.size(); ++i) {
-    if (!progress.cursors[i].empty()) cursors.Set(resources_[i].name, progress.cursors[i].ToValue());
+    if (!progress.cursors[i].empty())
+      cursors.Set(resources_[i].name, progress.cursors[i].ToValue());
   }
   return Value(Value::Map{{"queue", Value(std::move(queue))}, {"cursors", std::move(cursors)}});
 }
@@ -155,16 +156,16 @@ Result<SourceIteration> ResourcesSource::Round(const Value& pagination) {
   }
   std::vector<Result<TaskOutcome>> outcomes(size, Fail(InternalError("task not run")));
   const CursorWindow* window = windows_[resource] ? &*windows_[resource] : nullptr;
-  ParallelFor(size, static_cast<int64_t>(workers), [&](size_t i) {
-    outcomes[i] = readers_[resource]->Read(progress.queue[i], window);
-  });
+  ParallelFor(size, static_cast<int64_t>(workers),
+              [&](size_t i) { outcomes[i] = readers_[resource]->Read(progress.queue[i], window); });
 
   std::vector<ResourceTask> queue;
   for (size_t i = 0; i < size; ++i) {
     if (!outcomes[i]) return Fail(outcomes[i].error());
     TaskOutcome& outcome = *outcomes[i];
     iteration.records.AppendRange(outcome.records, 0, outcome.records.size());
-    if (const std::optional<IncrementalSpec>& incremental = resources_[resource].endpoint.incremental) {
+    if (const std::optional<IncrementalSpec>& incremental =
+            resources_[resource].endpoint.incremental) {
       progress.cursors[resource].Merge(outcome.cursors, incremental->lag);
     }
     for (ResourceTask& child : outcome.children) queue.push_back(std::move(child));

@@ -42,8 +42,8 @@ class ResourcesSourceTest : public testing::Test {
 
   std::unique_ptr<Source> Make() {
     auto made = testing_support::MakeSourceFromYaml(
-        registry_, "  name: rest_api\n  stream: org\n  base_url: " + server_.url() + "\n" +
-                       kResources);
+        registry_,
+        "  name: rest_api\n  stream: org\n  base_url: " + server_.url() + "\n" + kResources);
     EXPECT_TRUE(made.has_value()) << made.error().ToString();
     return made ? std::move(*made) : nullptr;
   }

@@ -51,10 +51,10 @@ class RestApiSource final : public Source {
 Result<std::unique_ptr<Source>> MakeEndpointSource(const SourceContext& context) {
   BIZON_ASSIGN_OR_RETURN(EndpointSpec spec, EndpointOf(context.config, context.stream));
   if (context.sync_mode == SyncMode::kIncremental && !spec.incremental) {
-    return Fail(InvalidArgumentError(fmt::format(
-        "source.endpoints.{}: an incremental run needs an incremental block (the query "
-        "parameter that receives the window start)",
-        context.stream)));
+    return Fail(InvalidArgumentError(
+        fmt::format("source.endpoints.{}: an incremental run needs an incremental block (the query "
+                    "parameter that receives the window start)",
+                    context.stream)));
   }
   BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session,
                          MakeResourceSession(context.config, nullptr));

@@ -45,8 +45,7 @@ VariantSpec OffsetVariant() {
        HasMorePath(),
        Option::String("total_path",
                       "Path of the total record count; the last page is the one that reaches it."),
-       Option::Integer("maximum_offset", "No page is asked for at or past this offset.")
-           .Minimum(1),
+       Option::Integer("maximum_offset", "No page is asked for at or past this offset.").Minimum(1),
        StopAfterEmptyPage(), Location("offset and limit")});
 }
 
@@ -59,8 +58,8 @@ VariantSpec PageNumberVariant() {
        Option::Integer("page_size", "Records per page; a shorter page is the last.").Minimum(1),
        HasMorePath(),
        Option::String("total_path", "Path of the total page count; its page is the last."),
-       Option::Integer("maximum_page", "The last page asked for."),
-       StopAfterEmptyPage(), Location("page number and size")});
+       Option::Integer("maximum_page", "The last page asked for."), StopAfterEmptyPage(),
+       Location("page number and size")});
 }
 
 FieldSpec PaginationField() {
@@ -130,8 +129,8 @@ FieldSpec ResourceIncrementalField() {
 
 // The keys an endpoints entry and a resource share.
 std::vector<FieldSpec> EndpointFields(bool resource) {
-  Option path = Option::String("path", "Path below base_url, or an absolute URL.")
-                    .Example("/v1/users");
+  Option path =
+      Option::String("path", "Path below base_url, or an absolute URL.").Example("/v1/users");
   if (!resource) path.Required();
   Option record_selector =
       resource ? Option::String("record_selector",
@@ -183,8 +182,7 @@ FieldSpec AuthField() {
       {Variant("bearer", "Authorization: Bearer <token>.",
                {Option::String("token", "The token.").Required().Secret()}),
        Variant("api_key", "A key in a header or in the query string.",
-               {Option::String("name", "Header or query parameter name.")
-                    .Default("Authorization"),
+               {Option::String("name", "Header or query parameter name.").Default("Authorization"),
                 Option::String("api_key", "The key.").Required().Secret(),
                 Option::Enum("location", {"header", "query"}, "Where the key goes.")
                     .Default("header")}),
@@ -344,8 +342,10 @@ IncrementalSpec IncrementalOf(const Value& block, const Value& source) {
   if (order == "asc") window.row_order = IncrementalSpec::RowOrder::kAscending;
   if (order == "desc") window.row_order = IncrementalSpec::RowOrder::kDescending;
   std::string missing = block.GetString("on_cursor_value_missing", "raise");
-  if (missing == "include") window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kInclude;
-  if (missing == "exclude") window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kExclude;
+  if (missing == "include")
+    window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kInclude;
+  if (missing == "exclude")
+    window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kExclude;
   return window;
 }
 

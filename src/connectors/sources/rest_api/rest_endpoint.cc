@@ -59,8 +59,8 @@ bool ResponseAction::Matches(int status, std::string_view body) const {
   return content.empty() || body.find(content) != std::string_view::npos;
 }
 
-HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination,
-                        const QueryParams& extra, PagePosition& position, const std::string* url,
+HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination, const QueryParams& extra,
+                        PagePosition& position, const std::string* url,
                         const Value* body_override) {
   const PaginationSpec& paging = spec.pagination;
   HttpRequest request{.method = spec.method,
@@ -259,8 +259,8 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
         return Status::Ok();
       }));
 
-  BIZON_ASSIGN_OR_RETURN(Value next, NextPagination(spec_.pagination, page, position, count,
-                                                    response_url, link));
+  BIZON_ASSIGN_OR_RETURN(
+      Value next, NextPagination(spec_.pagination, page, position, count, response_url, link));
   if (max_cursor_) {
     iteration.next_state = Value(Value::Map{{"cursor", *max_cursor_}});
     // Carried in the pagination too, so a resumed run keeps the maximum of its earlier pages.

@@ -9,7 +9,7 @@
 // | none         | -                                           | always                          |
 // | offset       | offset += records received                  | fewer records than limit, an    |
 // | page_number  | page += 1                                   |   empty page, total / has_more  |
-//                                                                  |   / maximum_* say so            |
+//                                                                  |   / maximum_* say so |
 // | cursor       | cursor = value at cursor_path               | cursor null/empty, or has_more  |
 // | next_url     | URL at next_url_path                        | it is null/empty                |
 // | link_header  | the rel="next" target of the Link header    | there is none                   |
@@ -131,9 +131,9 @@ struct PagePosition {
 /// The request for the page after `pagination` ({} for the first) of `spec`, with `extra` query
 /// parameters after the endpoint's own; `url` and `body`, when given, replace the endpoint's
 /// (a path with its placeholders resolved). Sets `position`.
-HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination,
-                        const QueryParams& extra, PagePosition& position,
-                        const std::string* url = nullptr, const Value* body = nullptr);
+HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination, const QueryParams& extra,
+                        PagePosition& position, const std::string* url = nullptr,
+                        const Value* body = nullptr);
 
 /// The pagination of the page after `page`, which held `count` records; an empty map after the
 /// last page. `response_url` resolves relative next URLs; `link` is the Link header, if any.

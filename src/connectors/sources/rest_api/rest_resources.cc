@@ -145,7 +145,8 @@ class ResourceReader {
       if (other.name == spec.name) Violation(index, "name", "two resources are named " + spec.name);
     }
     std::string path = merged.GetString("path");
-    if (path.empty()) Violation(index, "path", "a resource needs a path (or resource_defaults.path)");
+    if (path.empty())
+      Violation(index, "path", "a resource needs a path (or resource_defaults.path)");
     EndpointSpec& endpoint = spec.endpoint;
     endpoint.name = spec.name;
     endpoint.url = JoinUrl(source_.GetString("base_url"), path);
@@ -204,7 +205,8 @@ class ResourceReader {
       Violation(index, "pagination.stop_after_empty_page",
                 "false needs total_path, has_more_path or a maximum to end the paging");
     }
-    if (const Value* incremental = merged.Find("incremental"); incremental && incremental->is_map()) {
+    if (const Value* incremental = merged.Find("incremental");
+        incremental && incremental->is_map()) {
       spec.endpoint.incremental = IncrementalOf(*incremental, source_);
       if (spec.endpoint.incremental->cursor_field.empty()) {
         Violation(index, "incremental.cursor_field",
@@ -237,8 +239,9 @@ class ResourceReader {
         AddField(spec.parent_fields, placeholder.field);
       }
       if (!spec.include_from_parent.empty() && !spec.parent) {
-        Violation(i, "include_from_parent", "only a child resource (one with placeholders) "
-                                            "can include fields from its parent");
+        Violation(i, "include_from_parent",
+                  "only a child resource (one with placeholders) "
+                  "can include fields from its parent");
       }
       for (const std::string& field : spec.include_from_parent) AddField(spec.parent_fields, field);
     }
@@ -291,7 +294,8 @@ Result<std::string> ResolvePlaceholders(std::string_view text, const Value& pare
                                         bool for_url) {
   std::string out;
   size_t done = 0;
-  for (size_t at = text.find(kPrefix); at != std::string_view::npos; at = text.find(kPrefix, done)) {
+  for (size_t at = text.find(kPrefix); at != std::string_view::npos;
+       at = text.find(kPrefix, done)) {
     size_t close = text.find('}', at);
     if (close == std::string_view::npos) break;
     std::string_view inner = text.substr(at + kPrefix.size(), close - at - kPrefix.size());
