@@ -112,7 +112,7 @@ std::string FormatInstant(const Instant& instant) {
 }
 
 template <typename T>
-int Sign(T a, T b) {
+int Sign(const T& a, const T& b) {
   return a < b ? -1 : (b < a ? 1 : 0);
 }
 

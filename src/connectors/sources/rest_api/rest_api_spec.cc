@@ -238,8 +238,8 @@ std::vector<FieldSpec> WithoutDefaults(std::vector<FieldSpec> fields, bool keep_
 }  // namespace
 
 const FieldSpec& ResourceDeclaration() {
-  static const FieldSpec declaration = Option::Object("resource", ResourceFields());
-  return declaration;
+  static const FieldSpec kDeclaration = Option::Object("resource", ResourceFields());
+  return kDeclaration;
 }
 
 ConfigSpec RestApiConfig() {
