@@ -407,7 +407,11 @@ Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
     }
     ++attempts;
     auto started = std::chrono::steady_clock::now();
-    Attempt attempt = Perform(*handle, sent, url);
+    // An authenticator may add query parameters (an API key): they go out, and stay out of the
+    // URL that messages quote.
+    Attempt attempt = Perform(
+        *handle, sent,
+        sent.query.size() == request.query.size() ? url : AppendQuery(sent.url, sent.query));
     attempt.response.attempts = attempts;
     spdlog::debug("HTTP {} {}: {} in {} ms", method, url,
                   attempt.failure == TransportFailure::kNone
