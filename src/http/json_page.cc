@@ -578,32 +578,28 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
   BIZON_RETURN_IF_ERROR(Validate());
   ondemand::document document;
   simdjson::padded_string_view view(body_.data(), length_, body_.size());
-  if (auto error = Parser().iterate(view).get(document)) {
-    return Fail(InvalidJson(simdjson::error_message(error)));
-  }
-  ondemand::json_type type;
-  if (auto error = document.type().get(type)) {
-    return Fail(InvalidJson(simdjson::error_message(error)));
-  }
-  if (type == ondemand::json_type::array) {
+  simdjson::error_code error = Parser().iterate(view).get(document);
+  ondemand::json_type type{};
+  if (!error) error = document.type().get(type);
+  size_t count = 0;
+  // The page is the list.
+  if (!error && type == ondemand::json_type::array) {
     ondemand::array array;
-    size_t count = 0;
-    if (auto error = document.get_array().get(array)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
+    if (!(error = document.get_array().get(array))) error = array.count_elements().get(count);
+    if (!error) {
+      if (array_length != nullptr) *array_length = count;
+      return std::string("$");
     }
-    if (auto error = array.count_elements().get(count)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
-    }
-    if (array_length != nullptr) *array_length = count;
-    return std::string("$");
   }
+  if (error) return Fail(InvalidJson(simdjson::error_message(error)));
   if (type != ondemand::json_type::object) {
     return Fail(Status(StatusCode::kFailedPrecondition,
                        fmt::format("the response of {} is neither an object nor an array", origin_),
                        FailureClass::kSource));
   }
+  // Else its largest top-level list, else the object itself.
   ondemand::object object;
-  if (auto error = document.get_object().get(object)) {
+  if ((error = document.get_object().get(object))) {
     return Fail(InvalidJson(simdjson::error_message(error)));
   }
   std::optional<std::string> best;
@@ -611,37 +607,21 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
   for (auto field : object) {
     std::string_view key;
     ondemand::value value;
-    ondemand::json_type field_type;
-    if (auto error = field.unescaped_key().get(key)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
-    }
-    std::string key_text(key);  // The key's bytes live in the parser's string buffer.
-    if (auto error = field.value().get(value)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
-    }
-    if (auto error = value.type().get(field_type)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
-    }
-    if (field_type != ondemand::json_type::array) continue;
     ondemand::array array;
-    size_t count = 0;
-    if (auto error = value.get_array().get(array)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
+    ondemand::json_type field_type{};
+    if (!(error = field.unescaped_key().get(key))) {
+      std::string key_text(key);  // The key's bytes live in the parser's string buffer.
+      if (!(error = field.value().get(value)) && !(error = value.type().get(field_type)) &&
+          field_type == ondemand::json_type::array && !(error = value.get_array().get(array)) &&
+          !(error = array.count_elements().get(count)) && (!best || count > best_count)) {
+        best = std::move(key_text);
+        best_count = count;
+      }
     }
-    if (auto error = array.count_elements().get(count)) {
-      return Fail(InvalidJson(simdjson::error_message(error)));
-    }
-    if (!best || count > best_count) {
-      best = std::move(key_text);
-      best_count = count;
-    }
+    if (error) return Fail(InvalidJson(simdjson::error_message(error)));
   }
-  if (!best) {
-    if (array_length != nullptr) *array_length = 1;
-    return std::string("$");
-  }
-  if (array_length != nullptr) *array_length = best_count;
-  return JsonPathOfKey(*best);
+  if (array_length != nullptr) *array_length = best ? best_count : 1;
+  return best ? JsonPathOfKey(*best) : std::string("$");
 }
 
 }  // namespace bizon

@@ -8,11 +8,11 @@ import re
 import pytest
 import yaml
 
-from fake_issues_api import FakeIssuesApi
 from fake_server import Fault
 from support.http_sources import run
 from support.paths import ROOT
 from support.results import read_result, source_data
+from test_rest_api_resources import api  # noqa: F401  (the fixture: the fake, checked at the end)
 
 DOC = ROOT / "docs" / "rest_api.md"
 EXAMPLE = re.compile(r"<!-- example: ([a-z-]+) -->\n```yaml\n(.*?)```", re.S)
@@ -20,14 +20,6 @@ EXAMPLE = re.compile(r"<!-- example: ([a-z-]+) -->\n```yaml\n(.*?)```", re.S)
 
 def examples() -> dict[str, str]:
     return dict(EXAMPLE.findall(DOC.read_text()))
-
-
-@pytest.fixture
-def api():
-    server = FakeIssuesApi().start()
-    yield server
-    server.stop()
-    assert server.violations == []
 
 
 def table(bizon, name: str) -> list[dict]:

@@ -11,12 +11,6 @@
 namespace bizon {
 namespace {
 
-std::string IdText(const Value& value) {
-  if (value.is_string()) return value.AsString();
-  if (value.is_integer()) return std::to_string(value.AsInteger());
-  return value.ToJson();
-}
-
 size_t FieldIndex(std::vector<std::string>& fields, const std::string& field) {
   auto found = std::find(fields.begin(), fields.end(), field);
   if (found != fields.end()) return static_cast<size_t>(found - fields.begin());
@@ -237,7 +231,7 @@ Result<int64_t> ResourcePages::TakeRecords(const JsonPage& page, const ResourceT
                                   record.index, page.origin(), own.endpoint.record_id),
                       FailureClass::kSource);
       }
-      id = IdText(*value);
+      id = RecordIdText(*value);
     }
     if (window != nullptr) {
       auto keep = KeepByCursor(record, id, *window, page, outcome, stop);

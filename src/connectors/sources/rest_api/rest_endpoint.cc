@@ -9,13 +9,6 @@
 namespace bizon {
 namespace {
 
-// A record id as text: strings as they are, numbers in decimal.
-std::string IdText(const Value& value) {
-  if (value.is_string()) return value.AsString();
-  if (value.is_integer()) return std::to_string(value.AsInteger());
-  return value.ToJson();
-}
-
 bool Truthy(const std::optional<Value>& value) {
   if (!value || value->is_null()) return false;
   if (value->is_bool()) return value->AsBool();
@@ -33,6 +26,12 @@ bool Greater(const Value& a, const Value& b) {
 std::string ParamText(const Value& value) { return value.ToDisplayString(); }
 
 }  // namespace
+
+std::string RecordIdText(const Value& value) {
+  if (value.is_string()) return value.AsString();
+  if (value.is_integer()) return std::to_string(value.AsInteger());
+  return value.ToJson();
+}
 
 std::string FormatWindowBound(int64_t micros, std::string_view format) {
   if (format.empty() || format == "iso8601") return FormatIsoTimestamp(micros);
@@ -246,7 +245,7 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
                                       record.index, origin, spec_.record_id),
                           FailureClass::kSource);
           }
-          id = IdText(*record.fields[0]);
+          id = RecordIdText(*record.fields[0]);
         }
         if (!cursor_field.empty()) {
           const std::optional<Value>& value = record.fields[with_id ? 1 : 0];

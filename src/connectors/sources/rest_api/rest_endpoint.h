@@ -119,6 +119,9 @@ struct EndpointSpec {
   std::optional<IncrementalSpec> incremental;
 };
 
+/// A record id as text: strings as they are, integers in decimal, anything else as JSON.
+std::string RecordIdText(const Value& value);
+
 /// Formats a UTC timestamp for an incremental query parameter.
 std::string FormatWindowBound(int64_t micros, std::string_view format);
 
