@@ -3,8 +3,10 @@ in place of https://api.example.com), each checked against what the page says it
 
 from __future__ import annotations
 
+import json
 import re
 
+import jsonschema
 import pytest
 import yaml
 
@@ -99,6 +101,19 @@ CHECKS = {
 
 def test_every_example_has_a_check():
     assert set(examples()) == set(CHECKS)
+
+
+def test_every_example_follows_the_json_schema(bizon):
+    """What editors check a file against (`bizon config schema`) accepts each example, and
+    refuses a misspelt key inside a resource."""
+    validator = jsonschema.Draft202012Validator(
+        json.loads(bizon.run("config", "schema", check=0).stdout))
+    for name, text in examples().items():
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(text))]
+        assert not errors, (name, errors[:3])
+    config = yaml.safe_load(examples()["parent-child"])
+    config["source"]["resources"][1]["include_from_parnt"] = ["id"]
+    assert list(validator.iter_errors(config))
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
