@@ -9,20 +9,16 @@ child resource's `parallelized: True` (dlt's own thread pool).
 Usage: dlt_rest_children.py <base_url> <per_page> [--parallelized]
 """
 
-import os
 import sys
 
-import dlt
 from dlt.sources.rest_api import rest_api_source
+
+from dlt_filesystem import load_as_jsonl
 
 
 def main() -> int:
     base_url, per_page = sys.argv[1], int(sys.argv[2])
     parallelized = "--parallelized" in sys.argv[3:]
-    here = os.getcwd()
-    os.environ["DATA_WRITER__DISABLE_COMPRESSION"] = "true"
-    os.environ["DESTINATION__FILESYSTEM__BUCKET_URL"] = "file://" + os.path.join(here, "out")
-    os.environ["RUNTIME__LOG_LEVEL"] = "WARNING"
     source = rest_api_source({
         "client": {"base_url": base_url},
         "resources": [
@@ -48,11 +44,7 @@ def main() -> int:
             },
         ],
     })
-    pipeline = dlt.pipeline(pipeline_name="bench_rest_children", destination="filesystem",
-                            dataset_name="bench", pipelines_dir=os.path.join(here, "dlt"))
-    info = pipeline.run(source, loader_file_format="jsonl")
-    info.raise_on_failed_jobs()
-    return 0
+    return load_as_jsonl(source, "bench_rest_children")
 
 
 if __name__ == "__main__":
