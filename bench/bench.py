@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from cases import merge as merge_case  # bench/cases/merge.py (this script's folder is on sys.path)
+from cases import rest_children as rest_children_case  # bench/cases/rest_children.py
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -78,8 +79,8 @@ MEMBERS_N = 300_000
 MEMBERS_PARTITIONS = 6
 PROBE_N = 100
 
-ALL_CASES = ["generator", "python-source", "transform", "rest", "kafka", "postgres", "merge",
-             "members", "memory", "bigquery", "bigquery-streaming"]
+ALL_CASES = ["generator", "python-source", "transform", "rest", "rest-children", "kafka",
+             "postgres", "merge", "members", "memory", "bigquery", "bigquery-streaming"]
 
 TRANSFORM_PYTHON = """\
 data["name"] = data["name"].upper()
@@ -720,6 +721,30 @@ destination:
                              "makes bench/.venv-dlt)"),
                     same_yaml=False, tiers=[tier(n)], setup=lambda: server(n),
                     warmup=lambda: server(PROBE_N),
+                    peer_name=f"dlt {dlt_version}" if dlt_version else "peer")
+
+    def plan_rest_children(self) -> Plan | Pending:
+        why = self.probe_source_built("rest_api")
+        if why:
+            return Pending(why)
+        case = rest_children_case
+        parents, n = case.counts(self.args.scale)
+        holder: dict[str, str] = {}
+        peer = None
+        if self.dlt_version:
+            peer = Invocation("peer", lambda: case.dlt_argv(self.args.dlt_python, holder),
+                              lambda _: "", n, check_generator,
+                              verify=lambda d, inv: case.verify_dlt(d, inv.n, PAYLOAD_BYTES))
+        ours = Invocation("ours", [self.ours, "run", "{config}"], lambda _: case.ours_yaml(holder),
+                          n, check_generator,
+                          verify=lambda d, inv: case.verify_ours(d, inv.n, PAYLOAD_BYTES))
+        dlt_version = self.dlt_version
+        return Plan(label=case.describe(parents, dlt_version), same_yaml=False,
+                    tiers=[Tier(n, ours, None, peer=peer)],
+                    setup=lambda: case.server(parents, PAYLOAD_BYTES, holder),
+                    # The warm-up runs expect PROBE_N records: as many whole parents as fit.
+                    warmup=lambda: case.server(PROBE_N // (case.CHILDREN + 1), PAYLOAD_BYTES,
+                                               holder),
                     peer_name=f"dlt {dlt_version}" if dlt_version else "peer")
 
     def kafka_pending(self) -> Optional[str]:

@@ -8,20 +8,15 @@ load packages under ./dlt (pipelines_dir), and writes the table's files under ./
 Usage: dlt_rest.py <base_url> <page_size>
 """
 
-import os
 import sys
 
-import dlt
 from dlt.sources.rest_api import rest_api_source
+
+from dlt_filesystem import load_as_jsonl
 
 
 def main() -> int:
     base_url, page_size = sys.argv[1], int(sys.argv[2])
-    here = os.getcwd()
-    # Plain JSONL files, as the other sides write; dlt compresses them by default.
-    os.environ["DATA_WRITER__DISABLE_COMPRESSION"] = "true"
-    os.environ["DESTINATION__FILESYSTEM__BUCKET_URL"] = "file://" + os.path.join(here, "out")
-    os.environ["RUNTIME__LOG_LEVEL"] = "WARNING"
     source = rest_api_source({
         "client": {"base_url": base_url},
         "resources": [{
@@ -34,11 +29,7 @@ def main() -> int:
             },
         }],
     })
-    pipeline = dlt.pipeline(pipeline_name="bench_rest", destination="filesystem",
-                            dataset_name="bench", pipelines_dir=os.path.join(here, "dlt"))
-    info = pipeline.run(source, loader_file_format="jsonl")
-    info.raise_on_failed_jobs()
-    return 0
+    return load_as_jsonl(source, "bench_rest")
 
 
 if __name__ == "__main__":

@@ -327,6 +327,7 @@ void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& r
              "destination.config.record_schemas", "destination_id");
   check_list(config.Find("streams"), "streams", "destination.table_id");
   check_list(config.FindPath("source.topics"), "source.topics", "destination_id");
+  check_list(config.FindPath("source.resources"), "source.resources", "destination_id");
 }
 
 }  // namespace

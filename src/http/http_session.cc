@@ -396,6 +396,7 @@ Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
 
   std::unique_ptr<Handle> handle = Borrow();
   while (true) {
+    WaitOutPauses();
     HttpRequest sent = request;
     if (request.authenticate && options_.authenticator) {
       Status applied = options_.authenticator->Apply(sent);
@@ -406,7 +407,11 @@ Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
     }
     ++attempts;
     auto started = std::chrono::steady_clock::now();
-    Attempt attempt = Perform(*handle, sent, url);
+    // An authenticator may add query parameters (an API key): they go out, and stay out of the
+    // URL that messages quote.
+    Attempt attempt = Perform(
+        *handle, sent,
+        sent.query.size() == request.query.size() ? url : AppendQuery(sent.url, sent.query));
     attempt.response.attempts = attempts;
     spdlog::debug("HTTP {} {}: {} in {} ms", method, url,
                   attempt.failure == TransportFailure::kNone
@@ -460,11 +465,13 @@ Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
       ++failures;
       double wait = retry.BackoffSeconds(failures);
       std::string reason = "backoff";
+      bool server_asked = false;
       if (retry_after_header) {
         std::optional<double> asked = ParseRetryAfter(*retry_after_header, NowMicros());
         // As urllib3: a Retry-After of 0 (or an unreadable one) falls back to the backoff.
         if (asked && *asked > 0) {
           wait = retry.RetryAfterSeconds(*asked);
+          server_asked = true;
           reason = *asked > wait ? fmt::format("Retry-After {} s, capped", *asked)
                                  : fmt::format("Retry-After {} s", *asked);
         }
@@ -472,7 +479,12 @@ Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
       spdlog::warn("Retrying HTTP request in {:.1f} s ({}; retry {} of {}): {} {} returned {}",
                    wait, reason, retry.total - retries_left, retry.total, method, url,
                    DescribeStatus(response.status));
-      options_.sleep(wait);
+      // The server's wait holds back the session's other requests too.
+      if (server_asked) {
+        Pause(wait);
+      } else {
+        options_.sleep(wait);
+      }
       continue;
     }
 
@@ -482,6 +494,24 @@ Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
     }
     return std::move(response);
   }
+}
+
+void HttpSession::WaitOutPauses() {
+  std::unique_lock<std::mutex> lock(pause_mutex_);
+  pause_ended_.wait(lock, [&] { return pauses_ == 0; });
+}
+
+void HttpSession::Pause(double seconds) {
+  {
+    std::lock_guard<std::mutex> lock(pause_mutex_);
+    ++pauses_;
+  }
+  options_.sleep(seconds);
+  {
+    std::lock_guard<std::mutex> lock(pause_mutex_);
+    --pauses_;
+  }
+  pause_ended_.notify_all();
 }
 
 Result<HttpResponse> HttpSession::Get(std::string url, QueryParams query) {

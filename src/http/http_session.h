@@ -6,7 +6,9 @@
 // raise-for-status, see retry_policy.h) and its Authenticator.
 //
 // Thread-safety: Send() may be called from several threads at once (the notion source fetches
-// blocks in parallel); each call borrows a handle of its own.
+// blocks in parallel, the rest_api source a child resource's pages); each call borrows a handle
+// of its own. A Retry-After the server sends to one of them pauses them all: every request the
+// session sends while that wait is under way waits for its end first.
 //
 // Waits between retries go through `sleep`, which tests replace; the default sleeps for the wait
 // multiplied by the environment variable BIZON_HTTP_BACKOFF_SCALE (default 1), which end-to-end
@@ -14,6 +16,7 @@
 // policy's wait, not the scaled one.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -109,8 +112,15 @@ class HttpSession {
   std::unique_ptr<Handle> Borrow();
   void Return(std::unique_ptr<Handle> handle);
   Attempt Perform(Handle& handle, const HttpRequest& request, const std::string& url);
+  /// Waits until every Retry-After wait under way in another call has ended.
+  void WaitOutPauses();
+  /// Waits `seconds` (a Retry-After) while the session's other requests wait too.
+  void Pause(double seconds);
 
   HttpSessionOptions options_;
+  std::mutex pause_mutex_;
+  std::condition_variable pause_ended_;
+  int pauses_ = 0;  // Retry-After waits under way.
   std::mutex pool_mutex_;
   std::vector<std::unique_ptr<Handle>> pool_;
 };

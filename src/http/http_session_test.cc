@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -260,6 +262,46 @@ TEST_F(HttpSessionTest, TheLegacyPolicyRetriesOnlyWithRetryAfter) {
   EXPECT_EQ(failed.error().message(), "HTTP request failed: GET " + server_.url() +
                                           "/c returned 500 Internal Server Error: boom");
   EXPECT_EQ(sleeps_.waits(), (std::vector<double>{3}));
+}
+
+// A Retry-After answered to one caller holds back the session's other callers until its wait is
+// over (the rest_api source's parallel child requests); a plain backoff does not.
+TEST(HttpSessionPauseTest, ARetryAfterHoldsBackTheSessionsOtherRequests) {
+  LoopbackHttpServer server(LoopbackHttpServer::Order::kPerRoute);
+  server.Expect("GET", "/a", Answer(429, "", {{"Retry-After", "5"}}));
+  server.Expect("GET", "/a", Answer(200, "a"));
+  server.Expect("GET", "/b", Answer(200, "b"));
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool paused = false;
+  bool released = false;
+  HttpSession session(HttpSessionOptions{.policy = ConfiguredPolicy(3), .sleep = [&](double) {
+                                           std::unique_lock lock(mutex);
+                                           paused = true;
+                                           changed.notify_all();
+                                           changed.wait(lock, [&] { return released; });
+                                         }});
+  std::thread first([&] { EXPECT_TRUE(session.Get(server.url() + "/a").has_value()); });
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return paused; });
+  }
+  std::atomic<bool> second_done{false};
+  std::thread second([&] {
+    EXPECT_TRUE(session.Get(server.url() + "/b").has_value());
+    second_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(second_done.load());
+  EXPECT_EQ(server.requests().size(), 1u);  // The 429 only: /b waits for the pause.
+  {
+    std::lock_guard lock(mutex);
+    released = true;
+  }
+  changed.notify_all();
+  first.join();
+  second.join();
+  EXPECT_EQ(server.requests().size(), 3u);
 }
 
 TEST_F(HttpSessionTest, TheStatusBudgetEndsStatusRetries) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -171,25 +172,217 @@ simdjson::error_code ExtractField(ondemand::object& object,
   return simdjson::SUCCESS;
 }
 
-}  // namespace
+bool IsSimpleName(std::string_view key) {
+  if (key.empty() || std::isdigit(static_cast<unsigned char>(key.front())) != 0) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+}
 
-std::string DottedPathToPointer(std::string_view path) {
-  std::string pointer;
-  for (const std::string& segment : Segments(path)) {
-    pointer.push_back('/');
-    for (char c : segment) {
-      if (c == '~') {
-        pointer += "~0";
-      } else if (c == '/') {
-        pointer += "~1";
-      } else {
-        pointer.push_back(c);
-      }
+void AppendPointerSegment(std::string& pointer, std::string_view segment) {
+  pointer.push_back('/');
+  for (char c : segment) {
+    if (c == '~') {
+      pointer += "~0";
+    } else if (c == '/') {
+      pointer += "~1";
+    } else {
+      pointer.push_back(c);
     }
+  }
+}
+
+bool HasWildcard(const std::vector<JsonPathStep>& steps) {
+  return std::any_of(steps.begin(), steps.end(), [](const JsonPathStep& step) {
+    return step.kind == JsonPathStep::Kind::kWildcard;
+  });
+}
+
+std::string StepsToPointer(const std::vector<JsonPathStep>& steps) {
+  std::string pointer;
+  for (const JsonPathStep& step : steps) {
+    AppendPointerSegment(
+        pointer, step.kind == JsonPathStep::Kind::kIndex ? std::to_string(step.index) : step.name);
   }
   return pointer;
 }
 
+// Walks a selector with wildcards over an on-demand value, handing each object it selects to
+// `emit_object`. Forward only, as on-demand reading is: a wildcard visits each child in order.
+class SelectorWalk {
+ public:
+  using EmitObject = std::function<Status(ondemand::object&)>;
+  using Failure = std::function<Status(std::string_view detail, bool invalid_json)>;
+
+  SelectorWalk(const std::vector<JsonPathStep>& steps, std::string_view label, EmitObject emit,
+               Failure failure)
+      : steps_(steps), label_(label), emit_(std::move(emit)), failure_(std::move(failure)) {}
+
+  Status Walk(ondemand::value value, size_t step_index) {
+    ondemand::json_type type;
+    if (auto error = value.type().get(type)) return Invalid(error);
+    if (step_index == steps_.size()) return Emit(value, type);
+    const JsonPathStep& step = steps_[step_index];
+    if (type == ondemand::json_type::object) {
+      ondemand::object object;
+      if (auto error = value.get_object().get(object)) return Invalid(error);
+      if (step.kind == JsonPathStep::Kind::kWildcard) {
+        for (auto field : object) {
+          ondemand::value child;
+          if (auto error = field.value().get(child)) return Invalid(error);
+          BIZON_RETURN_IF_ERROR(Walk(child, step_index + 1));
+        }
+        return Status::Ok();
+      }
+      std::string key =
+          step.kind == JsonPathStep::Kind::kIndex ? std::to_string(step.index) : step.name;
+      ondemand::value child;
+      auto error = object.find_field_unordered(key).get(child);
+      if (IsAbsence(error)) return Status::Ok();
+      if (error) return Invalid(error);
+      return Walk(child, step_index + 1);
+    }
+    if (type != ondemand::json_type::array) return Status::Ok();  // Nothing below a scalar.
+    ondemand::array array;
+    if (auto error = value.get_array().get(array)) return Invalid(error);
+    std::optional<size_t> wanted;
+    if (step.kind == JsonPathStep::Kind::kIndex) wanted = step.index;
+    if (step.kind == JsonPathStep::Kind::kName) {
+      wanted = ArrayIndex(step.name);
+      if (!wanted) return Status::Ok();
+    }
+    size_t position = 0;
+    for (auto element : array) {
+      ondemand::value child;
+      if (auto error = element.get(child)) return Invalid(error);
+      if (!wanted || *wanted == position) BIZON_RETURN_IF_ERROR(Walk(child, step_index + 1));
+      if (wanted && *wanted == position) break;
+      ++position;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Emit(ondemand::value& value, ondemand::json_type type) {
+    if (type == ondemand::json_type::null) return Status::Ok();
+    if (type == ondemand::json_type::object) {
+      ondemand::object object;
+      if (auto error = value.get_object().get(object)) return Invalid(error);
+      return emit_(object);
+    }
+    if (type != ondemand::json_type::array) {
+      return failure_(fmt::format("{} selects a {}, not records", label_, TypeName(type)), false);
+    }
+    ondemand::array array;
+    if (auto error = value.get_array().get(array)) return Invalid(error);
+    size_t position = 0;
+    for (auto element : array) {
+      ondemand::object object;
+      if (auto error = element.get_object().get(object)) {
+        if (error != simdjson::INCORRECT_TYPE) return Invalid(error);
+        return failure_(fmt::format("element {} of {} is not a JSON object", position, label_),
+                        false);
+      }
+      BIZON_RETURN_IF_ERROR(emit_(object));
+      ++position;
+    }
+    return Status::Ok();
+  }
+
+  static std::string_view TypeName(ondemand::json_type type) {
+    switch (type) {
+      case ondemand::json_type::string:
+        return "string";
+      case ondemand::json_type::number:
+        return "number";
+      case ondemand::json_type::boolean:
+        return "boolean";
+      default:
+        return "value";
+    }
+  }
+
+  Status Invalid(simdjson::error_code error) {
+    return failure_(simdjson::error_message(error), true);
+  }
+
+  const std::vector<JsonPathStep>& steps_;
+  std::string label_;
+  EmitObject emit_;
+  Failure failure_;
+};
+
+}  // namespace
+
+Result<std::vector<JsonPathStep>> ParseJsonPath(std::string_view path) {
+  std::string_view rest = path;
+  if (rest.starts_with("$")) rest.remove_prefix(1);
+  std::vector<JsonPathStep> steps;
+  auto invalid = [&](std::string_view why) {
+    return Fail(InvalidArgumentError(fmt::format("invalid record path '{}': {}", path, why)));
+  };
+  auto name_step = [](std::string_view name) {
+    if (name == "*") return JsonPathStep{.kind = JsonPathStep::Kind::kWildcard};
+    return JsonPathStep{.kind = JsonPathStep::Kind::kName, .name = std::string(name)};
+  };
+  bool first = true;
+  while (!rest.empty()) {
+    if (rest.front() == '[') {
+      size_t close = std::string_view::npos;
+      std::string_view inner;
+      if (rest.size() > 1 && (rest[1] == '\'' || rest[1] == '"')) {
+        size_t quote_end = rest.find(rest[1], 2);
+        if (quote_end == std::string_view::npos || quote_end + 1 >= rest.size() ||
+            rest[quote_end + 1] != ']') {
+          return invalid("unterminated quoted name");
+        }
+        steps.push_back({.kind = JsonPathStep::Kind::kName,
+                         .name = std::string(rest.substr(2, quote_end - 2))});
+        rest.remove_prefix(quote_end + 2);
+        first = false;
+        continue;
+      }
+      close = rest.find(']');
+      if (close == std::string_view::npos) return invalid("a '[' without ']'");
+      inner = rest.substr(1, close - 1);
+      if (inner == "*") {
+        steps.push_back({.kind = JsonPathStep::Kind::kWildcard});
+      } else if (std::optional<size_t> index = ArrayIndex(inner)) {
+        steps.push_back({.kind = JsonPathStep::Kind::kIndex, .index = *index});
+      } else {
+        return invalid("only [n], [*] and ['name'] are supported between brackets");
+      }
+      rest.remove_prefix(close + 1);
+      first = false;
+      continue;
+    }
+    if (rest.front() == '.') {
+      if (rest.starts_with("..")) return invalid("recursive descent '..' is not supported");
+      rest.remove_prefix(1);
+    } else if (!first) {
+      return invalid("expected '.' or '['");
+    }
+    size_t end = rest.find_first_of(".[");
+    std::string_view name = rest.substr(0, end);
+    if (name.empty()) return invalid("an empty name");
+    steps.push_back(name_step(name));
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+    first = false;
+  }
+  return steps;
+}
+
+std::string JsonPathOfKey(std::string_view key) {
+  if (IsSimpleName(key)) return fmt::format("$.{}", key);
+  char quote = key.find('\'') == std::string_view::npos ? '\'' : '"';
+  return fmt::format("$[{}{}{}]", quote, key, quote);
+}
+
+std::string DottedPathToPointer(std::string_view path) {
+  std::string pointer;
+  for (const std::string& segment : Segments(path)) AppendPointerSegment(pointer, segment);
+  return pointer;
+}
 JsonPage::JsonPage(std::string body, std::string origin)
     : body_(std::move(body)), length_(body_.size()), origin_(std::move(origin)) {
   body_.append(simdjson::SIMDJSON_PADDING, ' ');
@@ -237,31 +430,70 @@ Result<std::optional<Value>> JsonPage::Find(std::string_view path) const {
   return std::optional<Value>(std::move(out));
 }
 
+namespace {
+
+// Hands each object to `visit` with the requested fields extracted, counting them.
+class ObjectVisits {
+ public:
+  ObjectVisits(const std::vector<std::string>& fields,
+               const std::function<Status(const JsonObjectView&)>& visit)
+      : visit_(visit) {
+    segments_.reserve(fields.size());
+    for (const std::string& field : fields) segments_.push_back(Segments(field));
+    view_.fields.resize(fields.size());
+  }
+
+  /// A simdjson error, or the visitor's status in `status`.
+  simdjson::error_code Visit(ondemand::object& object, Status& status) {
+    for (size_t i = 0; i < segments_.size(); ++i) {
+      if (auto error = ExtractField(object, segments_[i], view_.fields[i])) return error;
+    }
+    std::string_view raw;
+    if (auto error = object.raw_json().get(raw)) return error;
+    view_.index = index_++;
+    view_.json = TrimRight(raw);
+    status = visit_(view_);
+    return simdjson::SUCCESS;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> segments_;
+  const std::function<Status(const JsonObjectView&)>& visit_;
+  JsonObjectView view_;
+  size_t index_ = 0;
+};
+
+}  // namespace
+
 Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<std::string>& fields,
                                const std::function<Status(const JsonObjectView&)>& visit,
                                bool missing_is_empty) const {
-  std::vector<std::vector<std::string>> field_segments;
-  field_segments.reserve(fields.size());
-  for (const std::string& field : fields) field_segments.push_back(Segments(field));
-
+  std::string pointer;
+  if (array_path.find_first_of("[*") != std::string_view::npos) {
+    BIZON_ASSIGN_OR_RETURN(std::vector<JsonPathStep> steps, ParseJsonPath(array_path));
+    if (HasWildcard(steps)) return ForEachSelected(array_path, fields, visit);
+    pointer = StepsToPointer(steps);
+  } else {
+    pointer = DottedPathToPointer(array_path);
+  }
   BIZON_RETURN_IF_ERROR(Validate());
   ondemand::document document;
   simdjson::padded_string_view view(body_.data(), length_, body_.size());
   if (auto error = Parser().iterate(view).get(document)) {
     return InvalidJson(simdjson::error_message(error));
   }
-  std::string pointer = DottedPathToPointer(array_path);
   std::string label =
       pointer.empty() ? std::string("the top level") : fmt::format("'{}'", array_path);
+  auto no_array = [&] {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("the response of {} has no array at {}", origin_, label),
+                  FailureClass::kSource);
+  };
   ondemand::array array;
   if (pointer.empty()) {
     ondemand::json_type type;
     if (auto error = document.type().get(type)) return InvalidJson(simdjson::error_message(error));
-    if (type != ondemand::json_type::array) {
-      return Status(StatusCode::kFailedPrecondition,
-                    fmt::format("the response of {} has no array at {}", origin_, label),
-                    FailureClass::kSource);
-    }
+    if (type != ondemand::json_type::array) return no_array();
     if (auto error = document.get_array().get(array)) {
       return InvalidJson(simdjson::error_message(error));
     }
@@ -278,23 +510,13 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
       }
       absent = is_null;
     }
-    if (absent) {
-      if (missing_is_empty) return Status::Ok();
-      return Status(StatusCode::kFailedPrecondition,
-                    fmt::format("the response of {} has no array at {}", origin_, label),
-                    FailureClass::kSource);
-    }
+    if (absent) return missing_is_empty ? Status::Ok() : no_array();
     error = value.get_array().get(array);
-    if (error == simdjson::INCORRECT_TYPE) {
-      return Status(StatusCode::kFailedPrecondition,
-                    fmt::format("the response of {} has no array at {}", origin_, label),
-                    FailureClass::kSource);
-    }
+    if (error == simdjson::INCORRECT_TYPE) return no_array();
     if (error) return InvalidJson(simdjson::error_message(error));
   }
 
-  JsonObjectView object_view;
-  object_view.fields.resize(fields.size());
+  ObjectVisits visits(fields, visit);
   size_t index = 0;
   for (auto element_result : array) {
     ondemand::value element;
@@ -310,19 +532,96 @@ Status JsonPage::ForEachObject(std::string_view array_path, const std::vector<st
       }
       return InvalidJson(simdjson::error_message(error));
     }
-    for (size_t i = 0; i < field_segments.size(); ++i) {
-      if (auto error = ExtractField(object, field_segments[i], object_view.fields[i])) {
-        return InvalidJson(simdjson::error_message(error));
-      }
-    }
-    std::string_view raw;
-    if (auto error = object.raw_json().get(raw)) return InvalidJson(simdjson::error_message(error));
-    object_view.index = index;
-    object_view.json = TrimRight(raw);
-    BIZON_RETURN_IF_ERROR(visit(object_view));
+    Status visited;
+    if (auto error = visits.Visit(object, visited))
+      return InvalidJson(simdjson::error_message(error));
+    BIZON_RETURN_IF_ERROR(visited);
     ++index;
   }
   return Status::Ok();
+}
+
+Status JsonPage::ForEachSelected(std::string_view selector, const std::vector<std::string>& fields,
+                                 const std::function<Status(const JsonObjectView&)>& visit) const {
+  BIZON_ASSIGN_OR_RETURN(std::vector<JsonPathStep> steps, ParseJsonPath(selector));
+  BIZON_RETURN_IF_ERROR(Validate());
+  ondemand::document document;
+  simdjson::padded_string_view view(body_.data(), length_, body_.size());
+  if (auto error = Parser().iterate(view).get(document)) {
+    return InvalidJson(simdjson::error_message(error));
+  }
+  ondemand::value root;
+  if (auto error = document.get_value().get(root)) {
+    return InvalidJson(simdjson::error_message(error));
+  }
+  ObjectVisits visits(fields, visit);
+  std::string label = steps.empty() ? std::string("the top level") : fmt::format("'{}'", selector);
+  SelectorWalk walk(
+      steps, label,
+      [&](ondemand::object& object) -> Status {
+        Status visited;
+        if (auto error = visits.Visit(object, visited)) {
+          return InvalidJson(simdjson::error_message(error));
+        }
+        return visited;
+      },
+      [&](std::string_view detail, bool invalid_json) -> Status {
+        if (invalid_json) return InvalidJson(detail);
+        return Status(StatusCode::kFailedPrecondition,
+                      fmt::format("in the response of {}: {}", origin_, detail),
+                      FailureClass::kSource);
+      });
+  return walk.Walk(root, 0);
+}
+
+Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
+  BIZON_RETURN_IF_ERROR(Validate());
+  ondemand::document document;
+  simdjson::padded_string_view view(body_.data(), length_, body_.size());
+  simdjson::error_code error = Parser().iterate(view).get(document);
+  ondemand::json_type type{};
+  if (!error) error = document.type().get(type);
+  size_t count = 0;
+  // The page is the list.
+  if (!error && type == ondemand::json_type::array) {
+    ondemand::array array;
+    if (!(error = document.get_array().get(array))) error = array.count_elements().get(count);
+    if (!error) {
+      if (array_length != nullptr) *array_length = count;
+      return std::string("$");
+    }
+  }
+  if (error) return Fail(InvalidJson(simdjson::error_message(error)));
+  if (type != ondemand::json_type::object) {
+    return Fail(Status(StatusCode::kFailedPrecondition,
+                       fmt::format("the response of {} is neither an object nor an array", origin_),
+                       FailureClass::kSource));
+  }
+  // Else its largest top-level list, else the object itself.
+  ondemand::object object;
+  if ((error = document.get_object().get(object))) {
+    return Fail(InvalidJson(simdjson::error_message(error)));
+  }
+  std::optional<std::string> best;
+  size_t best_count = 0;
+  for (auto field : object) {
+    std::string_view key;
+    ondemand::value value;
+    ondemand::array array;
+    ondemand::json_type field_type{};
+    if (!(error = field.unescaped_key().get(key))) {
+      std::string key_text(key);  // The key's bytes live in the parser's string buffer.
+      if (!(error = field.value().get(value)) && !(error = value.type().get(field_type)) &&
+          field_type == ondemand::json_type::array && !(error = value.get_array().get(array)) &&
+          !(error = array.count_elements().get(count)) && (!best || count > best_count)) {
+        best = std::move(key_text);
+        best_count = count;
+      }
+    }
+    if (error) return Fail(InvalidJson(simdjson::error_message(error)));
+  }
+  if (array_length != nullptr) *array_length = best ? best_count : 1;
+  return best ? JsonPathOfKey(*best) : std::string("$");
 }
 
 }  // namespace bizon

@@ -135,6 +135,71 @@ TEST(JsonPageTest, CorruptRecordIsNeverHandedOn) {
   EXPECT_FALSE(trailing.Find("next").has_value());
 }
 
+std::vector<std::string> Selected(const JsonPage& page, std::string_view selector,
+                                  const std::vector<std::string>& fields = {"id"}) {
+  std::vector<std::string> seen;
+  Status status = page.ForEachSelected(selector, fields, [&](const JsonObjectView& object) {
+    seen.push_back(object.fields.empty() || !object.fields[0]
+                       ? std::string(object.json)
+                       : object.fields[0]->ToDisplayString());
+    return Status::Ok();
+  });
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return seen;
+}
+
+TEST(JsonPageTest, JsonPathSelectorsVisitEveryRecordTheyReach) {
+  JsonPage page(R"({"data": [{"items": [{"id": 1}, {"id": 2}]}, {"items": []},
+                             {"other": 1}, {"items": [{"id": 3}]}],
+                    "meta": {"a": {"id": 7}, "b": {"id": 8}}, "one": {"id": 9}})",
+                "GET test");
+  EXPECT_EQ(Selected(page, "$.data[*].items"), (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(Selected(page, "$['data'][0].items"), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(Selected(page, "data[3].items"), (std::vector<std::string>{"3"}));
+  EXPECT_EQ(Selected(page, "$.meta.*"), (std::vector<std::string>{"7", "8"}));
+  EXPECT_EQ(Selected(page, "$.one"), (std::vector<std::string>{"9"}));  // An object: one record.
+  EXPECT_TRUE(Selected(page, "$.missing[*].x").empty());
+  // ForEachObject reads a wildcard path the same way.
+  std::vector<std::string> ids;
+  ASSERT_TRUE(page.ForEachObject("$.data[*].items", {"id"},
+                                 [&](const JsonObjectView& object) {
+                                   ids.push_back(object.fields[0]->ToDisplayString());
+                                   return Status::Ok();
+                                 })
+                  .ok());
+  EXPECT_EQ(ids, (std::vector<std::string>{"1", "2", "3"}));
+  // The bytes are the page's.
+  JsonPage spaced(R"({"d": [ {"id" : 1 , "x":[1, 2]} ]})", "GET test");
+  EXPECT_EQ(Selected(spaced, "$.d[*]", {}),
+            (std::vector<std::string>{R"({"id" : 1 , "x":[1, 2]})"}));
+}
+
+TEST(JsonPageTest, JsonPathErrorsNameThePath) {
+  EXPECT_FALSE(ParseJsonPath("$..items").has_value());
+  EXPECT_FALSE(ParseJsonPath("$.data[?(@.x)]").has_value());
+  EXPECT_FALSE(ParseJsonPath("$.data['x").has_value());
+  JsonPage page(R"({"data": [1, 2]})", "GET test");
+  Status status =
+      page.ForEachSelected("$.data", {}, [](const JsonObjectView&) { return Status::Ok(); });
+  EXPECT_EQ(status.failure_class(), FailureClass::kSource);
+  EXPECT_NE(status.message().find("element 0 of '$.data' is not a JSON object"), std::string::npos);
+}
+
+TEST(JsonPageTest, DetectsTheRecordsWhenNoSelectorIsGiven) {
+  size_t length = 0;
+  EXPECT_EQ(JsonPage(R"([{"id": 1}])", "t").DetectRecordSelector(&length).value(), "$");
+  EXPECT_EQ(length, 1u);
+  EXPECT_EQ(JsonPage(R"({"count": 3, "next": null, "results": [{}, {}], "tags": [1]})", "t")
+                .DetectRecordSelector(&length)
+                .value(),
+            "$.results");
+  EXPECT_EQ(length, 2u);
+  EXPECT_EQ(JsonPage(R"({"a b": [1, 2], "c": [3]})", "t").DetectRecordSelector().value(),
+            "$['a b']");
+  EXPECT_EQ(JsonPage(R"({"name": "pikachu", "id": 25})", "t").DetectRecordSelector().value(), "$");
+  EXPECT_FALSE(JsonPage("42", "t").DetectRecordSelector().has_value());
+}
+
 TEST(JsonPageTest, PointerEscapes) {
   EXPECT_EQ(DottedPathToPointer(""), "");
   EXPECT_EQ(DottedPathToPointer("$"), "");

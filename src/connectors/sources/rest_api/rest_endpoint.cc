@@ -9,13 +9,6 @@
 namespace bizon {
 namespace {
 
-// A record id as text: strings as they are, numbers in decimal.
-std::string IdText(const Value& value) {
-  if (value.is_string()) return value.AsString();
-  if (value.is_integer()) return std::to_string(value.AsInteger());
-  return value.ToJson();
-}
-
 bool Truthy(const std::optional<Value>& value) {
   if (!value || value->is_null()) return false;
   if (value->is_bool()) return value->AsBool();
@@ -33,6 +26,12 @@ bool Greater(const Value& a, const Value& b) {
 std::string ParamText(const Value& value) { return value.ToDisplayString(); }
 
 }  // namespace
+
+std::string RecordIdText(const Value& value) {
+  if (value.is_string()) return value.AsString();
+  if (value.is_integer()) return std::to_string(value.AsInteger());
+  return value.ToJson();
+}
 
 std::string FormatWindowBound(int64_t micros, std::string_view format) {
   if (format.empty() || format == "iso8601") return FormatIsoTimestamp(micros);
@@ -54,42 +53,48 @@ std::string FormatWindowBound(int64_t micros, std::string_view format) {
 RestEndpoint::RestEndpoint(EndpointSpec spec, std::shared_ptr<HttpSession> session)
     : spec_(std::move(spec)), session_(std::move(session)) {}
 
-HttpRequest RestEndpoint::FirstRequest(const QueryParams& extra) const {
-  HttpRequest request{
-      .method = spec_.method, .url = spec_.url, .query = spec_.params, .headers = spec_.headers};
-  request.query.insert(request.query.end(), extra.begin(), extra.end());
-  return request;
+bool ResponseAction::Matches(int status, std::string_view body) const {
+  if (status_code && *status_code != status) return false;
+  return content.empty() || body.find(content) != std::string_view::npos;
 }
 
-HttpRequest RestEndpoint::PageRequest(const Value& pagination, const QueryParams& extra,
-                                      int64_t& offset, int64_t& page_number) const {
-  const PaginationSpec& paging = spec_.pagination;
-  HttpRequest request = FirstRequest(extra);
-  std::optional<Value> body = spec_.body;
+HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination, const QueryParams& extra,
+                        PagePosition& position, const std::string* url,
+                        const Value* body_override) {
+  const PaginationSpec& paging = spec.pagination;
+  HttpRequest request{.method = spec.method,
+                      .url = url != nullptr ? *url : spec.url,
+                      .query = spec.params,
+                      .headers = spec.headers};
+  request.query.insert(request.query.end(), extra.begin(), extra.end());
+  std::optional<Value> body = body_override != nullptr ? *body_override : spec.body;
+  // Sends one paging parameter in the query, or in the JSON body when `in_body`.
+  auto send = [&](const std::string& name, Value value) {
+    if (paging.in_body) {
+      if (!body || !body->is_map()) body = Value::EmptyMap();
+      body->Set(name, std::move(value));
+    } else {
+      request.query.emplace_back(name, value.ToDisplayString());
+    }
+  };
   switch (paging.type) {
     case PaginationSpec::Type::kNone:
       break;
     case PaginationSpec::Type::kOffset:
-      offset = pagination.GetInteger("offset", paging.start_offset);
-      request.query.emplace_back(paging.offset_param, std::to_string(offset));
-      request.query.emplace_back(paging.limit_param, std::to_string(paging.limit));
+      position.offset = pagination.GetInteger("offset", paging.start_offset);
+      send(paging.offset_param, Value(position.offset));
+      send(paging.limit_param, Value(paging.limit));
       break;
     case PaginationSpec::Type::kPageNumber:
-      page_number = pagination.GetInteger("page", paging.start_page);
-      request.query.emplace_back(paging.page_param, std::to_string(page_number));
+      position.page_number = pagination.GetInteger("page", paging.start_page);
+      send(paging.page_param, Value(position.page_number));
       if (!paging.page_size_param.empty() && paging.page_size > 0) {
-        request.query.emplace_back(paging.page_size_param, std::to_string(paging.page_size));
+        send(paging.page_size_param, Value(paging.page_size));
       }
       break;
     case PaginationSpec::Type::kCursor: {
       std::string cursor = pagination.GetString("cursor");
-      if (cursor.empty()) break;
-      if (paging.cursor_in_body) {
-        if (!body || !body->is_map()) body = Value::EmptyMap();
-        body->Set(paging.cursor_param, Value(cursor));
-      } else {
-        request.query.emplace_back(paging.cursor_param, cursor);
-      }
+      if (!cursor.empty()) send(paging.cursor_param, Value(cursor));
       break;
     }
     case PaginationSpec::Type::kNextUrl:
@@ -110,10 +115,98 @@ HttpRequest RestEndpoint::PageRequest(const Value& pagination, const QueryParams
   return request;
 }
 
+namespace {
+
+Result<std::optional<bool>> HasMore(const PaginationSpec& paging, const JsonPage& page) {
+  if (paging.has_more_path.empty()) return std::optional<bool>();
+  BIZON_ASSIGN_OR_RETURN(std::optional<Value> flag, page.Find(paging.has_more_path));
+  return std::optional<bool>(Truthy(flag));
+}
+
+Result<std::optional<double>> Total(const PaginationSpec& paging, const JsonPage& page) {
+  if (paging.total_path.empty()) return std::optional<double>();
+  BIZON_ASSIGN_OR_RETURN(std::optional<Value> total, page.Find(paging.total_path));
+  if (!total || !total->is_number()) return std::optional<double>(0);  // No total: the end.
+  return std::optional<double>(total->AsDouble());
+}
+
+Result<bool> OffsetGoesOn(const PaginationSpec& paging, const JsonPage& page, int64_t next_offset,
+                          int64_t count) {
+  BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, HasMore(paging, page));
+  bool go_on = count > 0 || !paging.stop_after_empty_page;
+  if (paging.maximum_offset && next_offset >= *paging.maximum_offset) return false;
+  if (more) return go_on && *more;
+  BIZON_ASSIGN_OR_RETURN(std::optional<double> total, Total(paging, page));
+  if (total) return go_on && static_cast<double>(next_offset) < *total;
+  // Without an empty-page stop, maximum_offset (checked above) ends the paging.
+  if (!paging.stop_after_empty_page) return true;
+  return go_on && count >= paging.limit;
+}
+
+Result<bool> PageGoesOn(const PaginationSpec& paging, const JsonPage& page, int64_t page_number,
+                        int64_t count) {
+  BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, HasMore(paging, page));
+  bool go_on = count > 0 || !paging.stop_after_empty_page;
+  if (paging.maximum_page && page_number >= *paging.maximum_page) return false;
+  if (more) return go_on && *more;
+  BIZON_ASSIGN_OR_RETURN(std::optional<double> total_pages, Total(paging, page));
+  if (total_pages) {
+    // Pages are counted from start_page: the last is start_page + total - 1.
+    return go_on && static_cast<double>(page_number - paging.start_page + 1) < *total_pages;
+  }
+  if (paging.page_size > 0 && count < paging.page_size) return false;
+  return go_on;
+}
+
+}  // namespace
+
+Result<Value> NextPagination(const PaginationSpec& paging, const JsonPage& page,
+                             const PagePosition& position, int64_t count,
+                             const std::string& response_url,
+                             const std::optional<std::string>& link) {
+  Value next = Value::EmptyMap();
+  switch (paging.type) {
+    case PaginationSpec::Type::kNone:
+      break;
+    case PaginationSpec::Type::kOffset: {
+      // The next offset follows the records received: an API that caps the limit skips nothing.
+      // Past empty pages (stop_after_empty_page false) it moves by the limit.
+      int64_t next_offset = position.offset + (count > 0 ? count : paging.limit);
+      BIZON_ASSIGN_OR_RETURN(bool go_on, OffsetGoesOn(paging, page, next_offset, count));
+      if (go_on) next.Set("offset", Value(next_offset));
+      break;
+    }
+    case PaginationSpec::Type::kPageNumber: {
+      BIZON_ASSIGN_OR_RETURN(bool go_on, PageGoesOn(paging, page, position.page_number, count));
+      if (go_on) next.Set("page", Value(position.page_number + 1));
+      break;
+    }
+    case PaginationSpec::Type::kCursor: {
+      BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, HasMore(paging, page));
+      BIZON_ASSIGN_OR_RETURN(std::optional<Value> cursor, page.Find(paging.cursor_path));
+      std::string text = cursor && !cursor->is_null() ? ParamText(*cursor) : "";
+      if (!text.empty() && more.value_or(true)) next.Set("cursor", Value(text));
+      break;
+    }
+    case PaginationSpec::Type::kNextUrl: {
+      BIZON_ASSIGN_OR_RETURN(std::optional<Value> url, page.Find(paging.next_url_path));
+      if (url && url->is_string() && !url->AsString().empty()) {
+        next.Set("next", Value(ResolveUrl(response_url, url->AsString())));
+      }
+      break;
+    }
+    case PaginationSpec::Type::kLinkHeader: {
+      std::optional<std::string> target = link ? FindLink(*link) : std::nullopt;
+      if (target && !target->empty()) next.Set("next", Value(ResolveUrl(response_url, *target)));
+      break;
+    }
+  }
+  return next;
+}
+
 Result<std::optional<Value>> RestEndpoint::ReadFirstPage(std::string_view path) {
-  int64_t offset = 0;
-  int64_t page_number = 0;
-  HttpRequest request = PageRequest(Value::EmptyMap(), {}, offset, page_number);
+  PagePosition position;
+  HttpRequest request = PageRequest(spec_, Value::EmptyMap(), {}, position);
   std::string origin =
       fmt::format("{} {}", request.method, AppendQuery(request.url, request.query));
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
@@ -122,10 +215,8 @@ Result<std::optional<Value>> RestEndpoint::ReadFirstPage(std::string_view path) 
 }
 
 Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const QueryParams& extra) {
-  const PaginationSpec& paging = spec_.pagination;
-  int64_t offset = 0;
-  int64_t page_number = 0;
-  HttpRequest request = PageRequest(pagination, extra, offset, page_number);
+  PagePosition position;
+  HttpRequest request = PageRequest(spec_, pagination, extra, position);
   std::string request_url = AppendQuery(request.url, request.query);
   std::string origin = fmt::format("{} {}", request.method, request_url);
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
@@ -154,7 +245,7 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
                                       record.index, origin, spec_.record_id),
                           FailureClass::kSource);
           }
-          id = IdText(*record.fields[0]);
+          id = RecordIdText(*record.fields[0]);
         }
         if (!cursor_field.empty()) {
           const std::optional<Value>& value = record.fields[with_id ? 1 : 0];
@@ -167,64 +258,8 @@ Result<SourceIteration> RestEndpoint::Fetch(const Value& pagination, const Query
         return Status::Ok();
       }));
 
-  auto has_more = [&]() -> Result<std::optional<bool>> {
-    if (paging.has_more_path.empty()) return std::optional<bool>();
-    BIZON_ASSIGN_OR_RETURN(std::optional<Value> flag, page.Find(paging.has_more_path));
-    return std::optional<bool>(Truthy(flag));
-  };
-
-  Value next = Value::EmptyMap();
-  switch (paging.type) {
-    case PaginationSpec::Type::kNone:
-      break;
-    case PaginationSpec::Type::kOffset: {
-      BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, has_more());
-      // The next offset follows the records received: an API that caps the limit skips nothing.
-      int64_t next_offset = offset + count;
-      bool go_on = count > 0;
-      if (more) {
-        go_on = go_on && *more;
-      } else if (!paging.total_path.empty()) {
-        BIZON_ASSIGN_OR_RETURN(std::optional<Value> total, page.Find(paging.total_path));
-        go_on = go_on && total && total->is_number() &&
-                static_cast<double>(next_offset) < total->AsDouble();
-      } else {
-        go_on = go_on && count >= paging.limit;
-      }
-      if (go_on) next.Set("offset", Value(next_offset));
-      break;
-    }
-    case PaginationSpec::Type::kPageNumber: {
-      BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, has_more());
-      bool go_on = count > 0;
-      if (more) {
-        go_on = go_on && *more;
-      } else if (paging.page_size > 0) {
-        go_on = go_on && count >= paging.page_size;
-      }
-      if (go_on) next.Set("page", Value(page_number + 1));
-      break;
-    }
-    case PaginationSpec::Type::kCursor: {
-      BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, has_more());
-      BIZON_ASSIGN_OR_RETURN(std::optional<Value> cursor, page.Find(paging.cursor_path));
-      std::string text = cursor && !cursor->is_null() ? ParamText(*cursor) : "";
-      if (!text.empty() && more.value_or(true)) next.Set("cursor", Value(text));
-      break;
-    }
-    case PaginationSpec::Type::kNextUrl: {
-      BIZON_ASSIGN_OR_RETURN(std::optional<Value> url, page.Find(paging.next_url_path));
-      if (url && url->is_string() && !url->AsString().empty()) {
-        next.Set("next", Value(ResolveUrl(response_url, url->AsString())));
-      }
-      break;
-    }
-    case PaginationSpec::Type::kLinkHeader: {
-      std::optional<std::string> target = link ? FindLink(*link) : std::nullopt;
-      if (target && !target->empty()) next.Set("next", Value(ResolveUrl(response_url, *target)));
-      break;
-    }
-  }
+  BIZON_ASSIGN_OR_RETURN(
+      Value next, NextPagination(spec_.pagination, page, position, count, response_url, link));
   if (max_cursor_) {
     iteration.next_state = Value(Value::Map{{"cursor", *max_cursor_}});
     // Carried in the pagination too, so a resumed run keeps the maximum of its earlier pages.
@@ -252,7 +287,8 @@ Result<SourceIteration> RestEndpoint::FetchAfter(const IncrementalState& state,
   } else {
     lower = FormatWindowBound(state.last_run_us, incremental.format);
   }
-  QueryParams extra = {{incremental.param, lower}};
+  QueryParams extra;
+  if (!incremental.param.empty()) extra.emplace_back(incremental.param, lower);
   if (!incremental.end_param.empty()) {
     extra.emplace_back(incremental.end_param,
                        FormatWindowBound(state.run_started_at_us, incremental.format));

@@ -7,8 +7,9 @@
 // | pagination   | next page                                   | last page when                  |
 // |--------------|---------------------------------------------|---------------------------------|
 // | none         | -                                           | always                          |
-// | offset       | offset += limit                             | fewer records than limit, or    |
-// | page_number  | page += 1                                   |   total / has_more say so       |
+// | offset       | offset += records received                  | fewer records than limit, an    |
+// | page_number  | page += 1                                   |   empty page, total / has_more  |
+//                                                                  |   / maximum_* say so |
 // | cursor       | cursor = value at cursor_path               | cursor null/empty, or has_more  |
 // | next_url     | URL at next_url_path                        | it is null/empty                |
 // | link_header  | the rel="next" target of the Link header    | there is none                   |
@@ -23,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bizon/source.h"
@@ -46,16 +48,24 @@ struct PaginationSpec {
   int64_t start_page = 1;
   std::string page_size_param;
   int64_t page_size = 0;
+  /// page_number: the last page to ask for.
+  std::optional<int64_t> maximum_page;
+  /// offset: no page is asked for at or past this offset.
+  std::optional<int64_t> maximum_offset;
   // cursor
   std::string cursor_param = "cursor";
   std::string cursor_path = "next_cursor";
-  /// Where the cursor goes: the query string, or (for POST) the JSON body.
-  bool cursor_in_body = false;
+  /// Where the offset, page or cursor goes: the query string, or (for POST) the JSON body.
+  bool in_body = false;
   // next_url
   std::string next_url_path = "next";
   // Stop conditions shared by offset, page_number and cursor.
   std::string has_more_path;
+  /// offset: the total record count; page_number: the total page count.
   std::string total_path;
+  /// An empty page ends offset and page_number paging; false goes on (until total_path,
+  /// has_more_path or maximum_* says so).
+  bool stop_after_empty_page = true;
 };
 
 struct IncrementalSpec {
@@ -67,6 +77,30 @@ struct IncrementalSpec {
   std::string format = "iso8601";
   /// Record field whose largest value becomes the next run's lower bound (its state).
   std::string cursor_field;
+
+  // The resources form only (rest_resources.h).
+  /// The lower bound of a first run.
+  std::optional<Value> initial_value;
+  /// The excluded upper bound: a closed backfill range, which leaves the stored state alone.
+  std::optional<Value> end_value;
+  /// How far back each run starts before the stored cursor: seconds for timestamps, days for
+  /// dates, units for numbers.
+  double lag = 0;
+  enum class RowOrder { kNone, kAscending, kDescending };
+  /// With an order, paging stops at the first record past the range.
+  RowOrder row_order = RowOrder::kNone;
+  enum class MissingCursor { kRaise, kInclude, kExclude };
+  MissingCursor on_cursor_value_missing = MissingCursor::kRaise;
+};
+
+/// What to do with a response that matches: by status code, by a substring of the body, or both.
+struct ResponseAction {
+  std::optional<int> status_code;
+  std::string content;
+  enum class Kind { kIgnore, kRetry, kFail };
+  Kind action = Kind::kFail;
+
+  bool Matches(int status, std::string_view body) const;
 };
 
 struct EndpointSpec {
@@ -85,8 +119,31 @@ struct EndpointSpec {
   std::optional<IncrementalSpec> incremental;
 };
 
+/// A record id as text: strings as they are, integers in decimal, anything else as JSON.
+std::string RecordIdText(const Value& value);
+
 /// Formats a UTC timestamp for an incremental query parameter.
 std::string FormatWindowBound(int64_t micros, std::string_view format);
+
+/// Where the page asked for sits, as PageRequest() worked it out.
+struct PagePosition {
+  int64_t offset = 0;
+  int64_t page_number = 0;
+};
+
+/// The request for the page after `pagination` ({} for the first) of `spec`, with `extra` query
+/// parameters after the endpoint's own; `url` and `body`, when given, replace the endpoint's
+/// (a path with its placeholders resolved). Sets `position`.
+HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination, const QueryParams& extra,
+                        PagePosition& position, const std::string* url = nullptr,
+                        const Value* body = nullptr);
+
+/// The pagination of the page after `page`, which held `count` records; an empty map after the
+/// last page. `response_url` resolves relative next URLs; `link` is the Link header, if any.
+Result<Value> NextPagination(const PaginationSpec& paging, const JsonPage& page,
+                             const PagePosition& position, int64_t count,
+                             const std::string& response_url,
+                             const std::optional<std::string>& link);
 
 class RestEndpoint {
  public:
@@ -106,11 +163,6 @@ class RestEndpoint {
   const EndpointSpec& spec() const { return spec_; }
 
  private:
-  HttpRequest FirstRequest(const QueryParams& extra) const;
-  /// The request for the page after `pagination`; sets `offset` / `page_number` when used.
-  HttpRequest PageRequest(const Value& pagination, const QueryParams& extra, int64_t& offset,
-                          int64_t& page_number) const;
-
   EndpointSpec spec_;
   std::shared_ptr<HttpSession> session_;
   std::optional<Value> max_cursor_;  // Largest incremental cursor_field value of this run.

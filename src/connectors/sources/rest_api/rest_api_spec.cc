@@ -1,0 +1,393 @@
+#include "connectors/sources/rest_api/rest_api_spec.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "bizon/secret_mask.h"
+#include "http/url.h"
+
+namespace bizon {
+namespace {
+
+VariantSpec Variant(std::string tag, std::string description, std::vector<FieldSpec> fields) {
+  fields.insert(fields.begin(), Option::String("type"));
+  return VariantSpec{
+      .tag = std::move(tag), .description = std::move(description), .fields = std::move(fields)};
+}
+
+FieldSpec Location(std::string what) {
+  return Option::Enum("location", {"query", "body"},
+                      fmt::format("Where the {} goes: the query string, or the JSON body of a "
+                                  "POST.",
+                                  what))
+      .Default("query");
+}
+
+FieldSpec StopAfterEmptyPage() {
+  return Option::Boolean("stop_after_empty_page",
+                         "An empty page is the last; false goes on past empty pages until "
+                         "total_path, has_more_path or the maximum says so.")
+      .Default(true);
+}
+
+FieldSpec HasMorePath() {
+  return Option::String("has_more_path", "Path of a boolean that is false on the last page.");
+}
+
+VariantSpec OffsetVariant() {
+  return Variant(
+      "offset", "offset/limit parameters.",
+      {Option::String("offset_param", "Parameter of the offset.").Default("offset"),
+       Option::String("limit_param", "Parameter of the page size.").Default("limit"),
+       Option::Integer("limit", "Records asked for per page.").Default(100).Minimum(1),
+       Option::Integer("start_offset", "Offset of the first page.").Default(0).Minimum(0),
+       HasMorePath(),
+       Option::String("total_path",
+                      "Path of the total record count; the last page is the one that reaches it."),
+       Option::Integer("maximum_offset", "No page is asked for at or past this offset.").Minimum(1),
+       StopAfterEmptyPage(), Location("offset and limit")});
+}
+
+VariantSpec PageNumberVariant() {
+  return Variant(
+      "page_number", "A page number parameter.",
+      {Option::String("page_param", "Parameter of the page number.").Default("page"),
+       Option::Integer("start_page", "Number of the first page.").Default(1),
+       Option::String("page_size_param", "Parameter of the page size."),
+       Option::Integer("page_size", "Records per page; a shorter page is the last.").Minimum(1),
+       HasMorePath(),
+       Option::String("total_path", "Path of the total page count; its page is the last."),
+       Option::Integer("maximum_page", "The last page asked for."), StopAfterEmptyPage(),
+       Location("page number and size")});
+}
+
+FieldSpec PaginationField() {
+  return Option::Variants(
+             "pagination", "type",
+             {
+                 Variant("none", "A single page.", {}),
+                 OffsetVariant(),
+                 PageNumberVariant(),
+                 Variant("cursor", "A cursor read from each page and sent with the next request.",
+                         {Option::String("cursor_param", "Parameter carrying the cursor.")
+                              .Default("cursor"),
+                          Option::String("cursor_path", "Path of the next cursor in the response.")
+                              .Default("next_cursor"),
+                          Location("cursor"), HasMorePath()}),
+                 Variant("next_url", "The URL of the next page, read from the response.",
+                         {Option::String("next_url_path", "Path of the next page's URL.")
+                              .Default("next")}),
+                 Variant("link_header", "The rel=\"next\" link of the Link header.", {}),
+             },
+             "How the next page is requested.")
+      .Default(Value(Value::Map{{"type", "none"}}))
+      .DefaultVariant("none");
+}
+
+std::vector<FieldSpec> WindowFields(bool param_required) {
+  Option param = Option::String("param", "Query parameter receiving the window start.");
+  if (param_required) param.Required();
+  return {param,
+          Option::String("end_param",
+                         "Query parameter receiving the window end (end_value, else this run's "
+                         "start)."),
+          Option::String("format", "iso8601, unix, unix_ms, date, or a strftime format.")
+              .Default("iso8601"),
+          Option::String("cursor_field",
+                         "Record field whose largest value starts the next window (default: "
+                         "source.cursor_field).")};
+}
+
+FieldSpec ResourceIncrementalField() {
+  std::vector<FieldSpec> fields = WindowFields(false);
+  std::vector<FieldSpec> more = {
+      {.name = "initial_value",
+       .type = FieldType::kAny,
+       .description = "The window start of a first run (and the earliest a lag reaches back to)."},
+      {.name = "end_value",
+       .type = FieldType::kAny,
+       .description = "Records at or past it are left out: with initial_value, a closed "
+                      "backfill range, which neither reads nor moves the stored cursor."},
+      Option::Number("lag",
+                     "Each run starts this far before the stored cursor, to catch late rows: "
+                     "seconds for timestamps, days for dates, units for numbers. Rows read again "
+                     "are recognised by (cursor, record_id) and skipped.")
+          .Default(0)
+          .Minimum(0),
+      Option::Enum("row_order", {"asc", "desc"},
+                   "The order the API returns rows by cursor: paging stops at the first row past "
+                   "the range."),
+      Option::Enum("on_cursor_value_missing", {"raise", "include", "exclude"},
+                   "A record without the cursor field fails the run, is kept, or is left out.")
+          .Default("raise"),
+  };
+  fields.insert(fields.end(), more.begin(), more.end());
+  return Option::Object("incremental", std::move(fields),
+                        "Which records are new: a cursor field, its window and its state.");
+}
+
+// The keys an endpoints entry and a resource share.
+std::vector<FieldSpec> EndpointFields(bool resource) {
+  Option path =
+      Option::String("path", "Path below base_url, or an absolute URL.").Example("/v1/users");
+  if (!resource) path.Required();
+  Option record_selector =
+      resource ? Option::String("record_selector",
+                                "Where the records are: a dotted path or a JSONPath "
+                                "($.data[*].items). Unset: the page itself when it is a list, "
+                                "else its largest top-level list (logged), else the page as one "
+                                "record.")
+               : Option::String("record_selector",
+                                "Dotted path (or JSONPath) of the records array in the response; "
+                                "empty when the response is the array.")
+                     .Default("");
+  return {
+      path,
+      Option::Enum("method", {"GET", "POST"}, "HTTP method.").Default("GET"),
+      Option::Map("params", "Query parameters.").Default(Value::EmptyMap()),
+      Option::Map("headers", "Headers.").Default(Value::EmptyMap()).Items(Option::String("")),
+      {.name = "body", .type = FieldType::kAny, .description = "JSON body sent with a POST."},
+      record_selector,
+      Option::String("record_id", "Dotted path of each record's id; empty leaves ids empty.")
+          .Default("id"),
+      PaginationField(),
+  };
+}
+
+FieldSpec EndpointField() {
+  std::vector<FieldSpec> fields = EndpointFields(false);
+  fields.push_back(Option::Object("incremental", WindowFields(true),
+                                  "How an incremental run asks for records changed since the "
+                                  "last one."));
+  fields.push_back(Option::String("total_path", "Path of the total record count, for progress."));
+  return Option::Object("endpoint", std::move(fields),
+                        "One endpoint, read as the stream of the same name.");
+}
+
+FieldSpec ResponseActionField() {
+  return Option::Object(
+      "response_action",
+      {Option::Integer("status_code", "The HTTP status it applies to.").Minimum(100).Maximum(599),
+       Option::String("content", "A text the response body must contain."),
+       Option::Enum("action", {"ignore", "retry", "fail"},
+                    "ignore: the response ends this request's records (none); retry: send it "
+                    "again with the policy's backoff; fail: stop the run, quoting the response.")
+           .Required()});
+}
+
+FieldSpec AuthField() {
+  return Option::Variants(
+      "auth", "type",
+      {Variant("bearer", "Authorization: Bearer <token>.",
+               {Option::String("token", "The token.").Required().Secret()}),
+       Variant("api_key", "A key in a header or in the query string.",
+               {Option::String("name", "Header or query parameter name.").Default("Authorization"),
+                Option::String("api_key", "The key.").Required().Secret(),
+                Option::Enum("location", {"header", "query"}, "Where the key goes.")
+                    .Default("header")}),
+       Variant("basic", "HTTP basic authentication.",
+               {Option::String("username", "The user name.").Required(),
+                Option::String("password", "The password.").Secret()})},
+      "This resource's own credentials, instead of the source's `authentication`.");
+}
+
+// Every key of a resource, with its defaults.
+std::vector<FieldSpec> ResourceFields() {
+  std::vector<FieldSpec> fields = {
+      Option::String("name", "The resource's name: placeholders and children refer to it.")
+          .Required()};
+  for (FieldSpec& field : EndpointFields(true)) fields.push_back(std::move(field));
+  std::vector<FieldSpec> more = {
+      ResourceIncrementalField(),
+      Option::String("destination_id", "Where its records go (default: the resource's name)."),
+      Option::List("include_from_parent", Option::String("field"),
+                   "Fields of the parent record copied into each record as "
+                   "_<parent>_<field>."),
+      Option::Integer("parallel",
+                      "Requests of this child resource in flight at once (one per parent "
+                      "record), under the session's retry policy; a Retry-After pauses them all.")
+          .Default(4)
+          .Minimum(1)
+          .Maximum(64),
+      Option::List("response_actions", ResponseActionField(),
+                   "What to do with responses matched by status code or content, first match "
+                   "wins; an unmatched error status fails as usual."),
+      AuthField(),
+  };
+  fields.insert(fields.end(), more.begin(), more.end());
+  return fields;
+}
+
+// `fields` without defaults, each default named in its description instead; `keep_required`
+// false drops `required` too (resource_defaults) and the name.
+std::vector<FieldSpec> WithoutDefaults(std::vector<FieldSpec> fields, bool keep_required) {
+  std::vector<FieldSpec> out;
+  for (FieldSpec& field : fields) {
+    if (!keep_required && field.name == "name") continue;
+    if (field.default_value) {
+      field.description += fmt::format(" Default: {}.", field.default_value->ToJson());
+      field.default_value.reset();
+    }
+    if (!keep_required) field.required = false;
+    out.push_back(std::move(field));
+  }
+  return out;
+}
+
+}  // namespace
+
+const FieldSpec& ResourceDeclaration() {
+  static const FieldSpec kDeclaration = Option::Object("resource", ResourceFields());
+  return kDeclaration;
+}
+
+ConfigSpec RestApiConfig() {
+  return {
+      .fields =
+          {
+              Option::String("base_url", "URL the paths are relative to.")
+                  .Required()
+                  .Example("https://api.example.com"),
+              Option::Map("headers", "Headers sent with every request.")
+                  .Default(Value::EmptyMap())
+                  .Items(Option::String("")),
+              Option::Map("params", "Query parameters sent with every request.")
+                  .Default(Value::EmptyMap()),
+              Option::Map("endpoints",
+                          "The endpoints form: endpoint name to its description, one per stream "
+                          "(source.stream names it). Either endpoints or resources.")
+                  .Items(EndpointField()),
+              Option::List("resources",
+                           Option::Object("resource", WithoutDefaults(ResourceFields(), true)),
+                           "The resources form: every resource read in one run, each into its "
+                           "own destination_id; source.stream names the run. Either endpoints "
+                           "or resources."),
+              Option::Object("resource_defaults", WithoutDefaults(ResourceFields(), false),
+                             "Keys every resource gets unless it sets them (params and headers "
+                             "are merged key by key)."),
+          },
+      .unknown_keys = UnknownKeys::kWarn,
+  };
+}
+
+QueryParams ParamsOf(const Value* map) {
+  QueryParams params;
+  if (map == nullptr || !map->is_map()) return params;
+  for (const auto& [key, value] : map->AsMap()) {
+    if (value.is_null()) continue;
+    params.emplace_back(key, value.ToDisplayString());
+    if (LooksLikeCredentialName(key)) SecretMask::Global().Add(params.back().second);
+  }
+  return params;
+}
+
+Result<PaginationSpec> PaginationOf(const Value* block) {
+  PaginationSpec spec;
+  if (block == nullptr || !block->is_map()) return spec;
+  std::string type = block->GetString("type", "none");
+  if (type == "none") return spec;
+  spec.has_more_path = block->GetString("has_more_path");
+  spec.total_path = block->GetString("total_path");
+  spec.in_body = block->GetString("location", "query") == "body";
+  spec.stop_after_empty_page = block->GetBool("stop_after_empty_page", true);
+  if (type == "offset") {
+    spec.type = PaginationSpec::Type::kOffset;
+    spec.offset_param = block->GetString("offset_param", "offset");
+    spec.limit_param = block->GetString("limit_param", "limit");
+    spec.limit = block->GetInteger("limit", 100);
+    spec.start_offset = block->GetInteger("start_offset", 0);
+    if (const Value* maximum = block->Find("maximum_offset"); maximum && maximum->is_integer()) {
+      spec.maximum_offset = maximum->AsInteger();
+    }
+  } else if (type == "page_number") {
+    spec.type = PaginationSpec::Type::kPageNumber;
+    spec.page_param = block->GetString("page_param", "page");
+    spec.start_page = block->GetInteger("start_page", 1);
+    spec.page_size_param = block->GetString("page_size_param");
+    spec.page_size = block->GetInteger("page_size", 0);
+    if (const Value* maximum = block->Find("maximum_page"); maximum && maximum->is_integer()) {
+      spec.maximum_page = maximum->AsInteger();
+    }
+  } else if (type == "cursor") {
+    spec.type = PaginationSpec::Type::kCursor;
+    spec.cursor_param = block->GetString("cursor_param", "cursor");
+    spec.cursor_path = block->GetString("cursor_path", "next_cursor");
+  } else if (type == "next_url") {
+    spec.type = PaginationSpec::Type::kNextUrl;
+    spec.next_url_path = block->GetString("next_url_path", "next");
+  } else if (type == "link_header") {
+    spec.type = PaginationSpec::Type::kLinkHeader;
+  } else {
+    return Fail(InvalidArgumentError(fmt::format("unknown pagination type '{}'", type)));
+  }
+  return spec;
+}
+
+IncrementalSpec IncrementalOf(const Value& block, const Value& source) {
+  IncrementalSpec window;
+  window.param = block.GetString("param");
+  window.end_param = block.GetString("end_param");
+  window.format = block.GetString("format", "iso8601");
+  window.cursor_field = block.GetString("cursor_field", source.GetString("cursor_field"));
+  auto optional = [&](std::string_view key) -> std::optional<Value> {
+    const Value* value = block.Find(key);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    return *value;
+  };
+  window.initial_value = optional("initial_value");
+  window.end_value = optional("end_value");
+  window.lag = block.GetDouble("lag", 0);
+  std::string order = block.GetString("row_order");
+  if (order == "asc") window.row_order = IncrementalSpec::RowOrder::kAscending;
+  if (order == "desc") window.row_order = IncrementalSpec::RowOrder::kDescending;
+  std::string missing = block.GetString("on_cursor_value_missing", "raise");
+  if (missing == "include")
+    window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kInclude;
+  if (missing == "exclude")
+    window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kExclude;
+  return window;
+}
+
+Result<EndpointSpec> EndpointOf(const Value& source, const std::string& stream) {
+  const Value* endpoints = source.Find("endpoints");
+  const Value* endpoint = endpoints != nullptr ? endpoints->Find(stream) : nullptr;
+  if (endpoint == nullptr || !endpoint->is_map()) {
+    std::string names;
+    if (endpoints != nullptr && endpoints->is_map()) {
+      for (const auto& [name, unused] : endpoints->AsMap()) {
+        names += (names.empty() ? "" : ", ") + name;
+      }
+    }
+    return Fail(InvalidArgumentError(
+        fmt::format("'{}' is not one of the endpoints of this rest_api source ({})", stream,
+                    names.empty() ? "none declared" : names)));
+  }
+  EndpointSpec spec;
+  spec.name = stream;
+  spec.url = JoinUrl(source.GetString("base_url"), endpoint->GetString("path"));
+  spec.method = endpoint->GetString("method", "GET");
+  spec.params = ParamsOf(source.Find("params"));
+  QueryParams own = ParamsOf(endpoint->Find("params"));
+  spec.params.insert(spec.params.end(), own.begin(), own.end());
+  for (const auto& [name, value] : ParamsOf(endpoint->Find("headers"))) {
+    spec.headers.emplace_back(name, value);
+  }
+  if (const Value* body = endpoint->Find("body"); body != nullptr && !body->is_null()) {
+    spec.body = *body;
+  }
+  spec.record_selector = endpoint->GetString("record_selector", "");
+  spec.record_id = endpoint->GetString("record_id", "id");
+  BIZON_ASSIGN_OR_RETURN(spec.pagination, PaginationOf(endpoint->Find("pagination")));
+  if (spec.pagination.in_body && spec.method != "POST") {
+    return Fail(InvalidArgumentError(
+        fmt::format("endpoint '{}': pagination.location body needs method POST", stream)));
+  }
+  if (const Value* incremental = endpoint->Find("incremental");
+      incremental != nullptr && incremental->is_map()) {
+    spec.incremental = IncrementalOf(*incremental, source);
+  }
+  return spec;
+}
+
+}  // namespace bizon
