@@ -585,7 +585,8 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
   // The page is the list.
   if (!error && type == ondemand::json_type::array) {
     ondemand::array array;
-    if (!(error = document.get_array().get(array))) error = array.count_elements().get(count);
+    error = document.get_array().get(array);
+    if (!error) error = array.count_elements().get(count);
     if (!error) {
       if (array_length != nullptr) *array_length = count;
       return std::string("$");
@@ -599,9 +600,8 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
   }
   // Else its largest top-level list, else the object itself.
   ondemand::object object;
-  if ((error = document.get_object().get(object))) {
-    return Fail(InvalidJson(simdjson::error_message(error)));
-  }
+  error = document.get_object().get(object);
+  if (error) return Fail(InvalidJson(simdjson::error_message(error)));
   std::optional<std::string> best;
   size_t best_count = 0;
   for (auto field : object) {
@@ -609,11 +609,15 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
     ondemand::value value;
     ondemand::array array;
     ondemand::json_type field_type{};
-    if (!(error = field.unescaped_key().get(key))) {
-      std::string key_text(key);  // The key's bytes live in the parser's string buffer.
-      if (!(error = field.value().get(value)) && !(error = value.type().get(field_type)) &&
-          field_type == ondemand::json_type::array && !(error = value.get_array().get(array)) &&
-          !(error = array.count_elements().get(count)) && (!best || count > best_count)) {
+    error = field.unescaped_key().get(key);
+    if (error) return Fail(InvalidJson(simdjson::error_message(error)));
+    std::string key_text(key);  // The key's bytes live in the parser's string buffer.
+    error = field.value().get(value);
+    if (!error) error = value.type().get(field_type);
+    if (!error && field_type == ondemand::json_type::array) {
+      error = value.get_array().get(array);
+      if (!error) error = array.count_elements().get(count);
+      if (!error && (!best || count > best_count)) {
         best = std::move(key_text);
         best_count = count;
       }
