@@ -17,17 +17,33 @@ keys than the timed run updates: SEED_SHARE 0.7 gives a seed of keys 0..209,999,
 updates (120,000..209,999, new names and values) and 210,000 new keys (210,000..419,999), while
 120,000 seeded keys stay as they were, which tells a merge from a replace.
 
-No dependency on bench.py: the scenario, the model, the SQL that checks a table against it, and
-our side's YAML.
+Here: the scenario, the model, the SQL that checks a table against it, our side's YAML, the
+runs on the server (MergeRuns: the fresh schemas, the seed, the check), the sides and the plan,
+and the case's table in results.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
+import json
+import os
+import subprocess
 from dataclasses import dataclass
-from typing import Optional
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from harness import BENCH
+from harness.core import PROBE_N, Harness, Pending, Plan, Tier
+from harness.postgres_server import PostgresServer
+from harness.records import PAGE_SIZE, PAYLOAD_BYTES
+from harness.report import METRICS, fmt, ratio_text
+from harness.runs import Invocation, RunFailed, last_error
+from harness.verify import check_generator
+
+DLT_MERGE = BENCH / "peers" / "dlt_merge.py"
 
 MERGE_N = 300_000
 # The share of N that the timed run updates (keys the seed loaded), and the seed's size over N;
@@ -191,7 +207,7 @@ source:
 
 
 # --------------------------------------------------------------------------------------------
-# Sides and the report
+# The sides' keys and the case's table
 
 
 def side_key(tool: str, strategy: str) -> str:
@@ -204,9 +220,12 @@ RATIOS = tuple((f"ratio_{side_key('ours', s)}", side_key("ours", s), side_key("d
                for s in STRATEGIES)
 
 
-def table_rows(summary: dict, n: int, dlt_name: str, metrics: list, fmt, ratio_text) -> list[str]:
-    """The case's rows of results.md, strategy by strategy: ours, dlt, ours/dlt (`fmt` and
-    `ratio_text` format a median and a ratio's spread, as bench.py does)."""
+# The case's table: no first record (it writes no file).
+MERGE_METRICS = [m for m in METRICS if m[0] != "first_record_s"]
+
+
+def table_rows(summary: dict, n: int, dlt_name: str) -> list[str]:
+    """A tier's rows of the case's table, strategy by strategy: ours, dlt, ours/dlt."""
     lines = []
     for strategy, (ratio, ours, dlt) in zip(STRATEGIES, RATIOS):
         shown = ((ours, f"ours {strategy}"), (dlt, f"{dlt_name} {strategy}"))
@@ -215,8 +234,183 @@ def table_rows(summary: dict, n: int, dlt_name: str, metrics: list, fmt, ratio_t
                 continue
             head = f"| {n:,} |" if not lines else "| |"
             lines.append(f"{head} {label} | " + " | ".join(
-                fmt(summary[side][k]["median"], f) for k, _, f, _ in metrics) + " |")
+                fmt(summary[side][k]["median"], f) for k, _, f, _ in MERGE_METRICS) + " |")
         if summary.get(ratio, {}).get("wall_s", {}).get("median") is not None:
             lines.append(f"| | ours/{dlt_name} {strategy} | " + " | ".join(
-                ratio_text(summary[ratio][k]) for k, *_ in metrics) + " |")
+                ratio_text(summary[ratio][k]) for k, *_ in MERGE_METRICS) + " |")
     return lines
+
+
+def results_table(case: dict) -> list[str]:
+    """The case's table in results.md, from its entry in the report."""
+    lines = ["", "Merge: a timed merge into a seeded table, each strategy on each side, medians "
+                 "(CPU and peak RSS of the tool's process; the server's in neither); the ratio "
+                 "rows are ours/dlt per pair and strategy, as min – **median** – max:", "",
+             "| N | side | " + " | ".join(m[1] for m in MERGE_METRICS) + " |",
+             "|---:|---|" + "---:|" * len(MERGE_METRICS)]
+    for tier in case["tiers"]:
+        lines += table_rows(tier["summary"], tier["n"], case["peer_name"])
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# The runs on the server, the sides' invocations and the plan
+
+
+class MergeRuns:
+    """The merge case's runs on one server: a fresh schema per run, the untimed seed the run
+    merges into (checked, then VACUUM ANALYZE), the check of the merged table against the model
+    (expected, check_sql), and every schema dropped."""
+
+    def __init__(self, server: PostgresServer, timeout_s: float):
+        self.server = server
+        self.timeout_s = timeout_s
+        self.schemas: dict[str, str] = {}  # side key -> the schema of its current run
+        self.oids: dict[str, str] = {}  # side key -> the oid of its seeded table
+        self.made: list[str] = []  # every schema made (and dlt's staging ones), for cleanup
+        self.runs = iter(range(1_000_000))
+
+    def ours_yaml(self, load: Load, strategy: str, schema: str) -> str:
+        return ours_yaml(load, strategy, self.server.connection_yaml("    "), schema, PAGE_SIZE,
+                         PAYLOAD_BYTES)
+
+    def table(self, key: str) -> str:
+        return f'"{self.schemas[key]}"."{TABLE}"'
+
+    def fresh_schema(self, key: str) -> str:
+        schema = f"bizon_bench_{os.getpid()}_merge_{next(self.runs)}"
+        self.schemas[key] = schema
+        self.made += [schema, f"{schema}_staging"]
+        self.server.psql(f'CREATE SCHEMA "{schema}"')
+        return schema
+
+    def seed(self, key: str, argv: Callable[[Path, str, Load], list[str]],
+             own_directory: bool) -> Callable[[Path, Invocation], None]:
+        """The `before` of a side: a fresh schema, then the seed run (argv(directory, schema,
+        load)) in the run's directory or, with own_directory, in its seed/ (a state of its own,
+        so that the timed run is a first incremental run too)."""
+        def before(directory: Path, inv: Invocation) -> None:
+            schema = self.fresh_schema(key)
+            load = loads(inv.n)[0]
+            where = directory / "seed" if own_directory else directory
+            where.mkdir(exist_ok=True)
+            log = where / "seed-log.txt"
+            with open(log, "wb") as sink:
+                try:
+                    done = subprocess.run(argv(where, schema, load), cwd=where, stdout=sink,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          timeout=self.timeout_s)
+                except subprocess.TimeoutExpired as error:
+                    raise RunFailed(f"{key}: the seed run was killed after the timeout") from error
+            if done.returncode != 0:
+                raise RunFailed(f"{key}: seed run: exit {done.returncode}: {last_error(log)}")
+            if error := self.check(self.table(key), (load,)):
+                raise RunFailed(f"{key}: seed run: {error}")
+            self.server.psql(f"VACUUM ANALYZE {self.table(key)}")  # The same start for all.
+            self.oids[key] = self.oid(key)
+        return before
+
+    def oid(self, key: str) -> str:
+        return self.server.psql(f"SELECT '{self.table(key)}'::regclass::oid")
+
+    def check(self, table: str, runs: tuple[Load, ...]) -> Optional[str]:
+        """`table` against the model of `runs` merged in turn: an error, or None."""
+        try:
+            found = self.server.psql(check_sql(table, runs[-1], PAYLOAD_BYTES))
+        except RunFailed as error:
+            return str(error)
+        return table_error(table, found, expected(runs, PAYLOAD_BYTES))
+
+    def verify(self, key: str) -> Callable[[Path, Invocation], Optional[str]]:
+        """The `verify` of a side: the seeded table, merged into (the same oid), equals the
+        model of the seed and the timed run; then the run's schemas are dropped."""
+        def verify(_: Path, inv: Invocation) -> Optional[str]:
+            try:
+                if self.oid(key) != self.oids[key]:
+                    return (f"{self.table(key)} is a new table since the seed: it was replaced, "
+                            "not merged into")
+                return self.check(self.table(key), loads(inv.n))
+            except RunFailed as error:
+                return str(error)
+            finally:
+                self.drop([self.schemas[key], f"{self.schemas[key]}_staging"])
+        return verify
+
+    def drop(self, schemas: list[str]) -> None:
+        if schemas:
+            with contextlib.suppress(RunFailed):
+                self.server.psql("; ".join(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'
+                                           for schema in schemas))
+
+    @contextlib.contextmanager
+    def cleanup(self) -> Iterator[None]:
+        """Drops, at exit, every schema made meanwhile (those of failed runs)."""
+        try:
+            yield
+        finally:
+            self.drop(self.made)
+            self.made.clear()
+
+
+def side_invocation(h: Harness, tool: str, strategy: str, merges: MergeRuns,
+                    n: int) -> Invocation:
+    """One side of the merge case: `tool` (ours or dlt) merging N records with `strategy`."""
+    key = side_key(tool, strategy)
+    if tool == "ours":
+        def seed_argv(directory: Path, schema: str, load: Load) -> list[str]:
+            config = directory / "config.yml"
+            config.write_text(merges.ours_yaml(load, strategy, schema))
+            return [h.ours, "run", str(config)]
+
+        return Invocation(
+            "ours", [h.ours, "run", "{config}"],
+            lambda count: merges.ours_yaml(loads(count)[1], strategy, merges.schemas[key]),
+            n, check_generator, verify=merges.verify(key),
+            before=merges.seed(key, seed_argv, own_directory=True), side=key)
+
+    def dlt_argv(spec: str, schema: str) -> list[str]:
+        return [h.args.dlt_python, str(DLT_MERGE), merges.server.url, schema, spec,
+                str(PAYLOAD_BYTES)]
+
+    def dlt_seed_argv(directory: Path, schema: str, load: Load) -> list[str]:
+        spec = directory / "seed.json"
+        spec.write_text(json.dumps(load.spec(strategy)))
+        return dlt_argv(str(spec), schema)
+
+    return Invocation(
+        "peer", lambda: dlt_argv("{config}", merges.schemas[key]),
+        lambda count: json.dumps(loads(count)[1].spec(strategy)) + "\n",
+        n, check_generator, verify=merges.verify(key),
+        before=merges.seed(key, dlt_seed_argv, own_directory=False), side=key)
+
+
+def plan(h: Harness) -> Plan | Pending:
+    server = PostgresServer.from_env()
+    if isinstance(server, str):
+        return Pending(server)
+    merges = MergeRuns(server, h.args.timeout)
+    strategies, skipped = [], []
+    with merges.cleanup():
+        for strategy in STRATEGIES:
+            tiny = side_invocation(h, "ours", strategy, merges, PROBE_N)
+            why = h.probe(f"merge-{strategy}", tiny)
+            if why:
+                skipped.append(f"{strategy}: {why}")
+            else:
+                strategies.append(strategy)
+    if not strategies:
+        return Pending("our postgres destination cannot merge yet: " + "; ".join(skipped))
+    n = h.scaled(MERGE_N)
+    sides = [side_invocation(h, tool, strategy, merges, n) for strategy in strategies
+             for tool in ("ours", "dlt") if tool == "ours" or h.dlt_version]
+    return Plan(label=describe(n, f"{server.host}:{server.port}")
+                      + (f"; peer: dlt {h.dlt_version} (bench/peers/dlt_merge.py), "
+                         "write_disposition merge, primary_key id, at its defaults otherwise"
+                         if h.dlt_version else "; no peer: dlt is not installed (bench/run.sh "
+                         "makes bench/.venv-dlt)")
+                      + (f"; not measured: {'; '.join(skipped)}" if skipped else ""),
+                same_yaml=False,
+                tiers=[Tier(n, sides[0], None, others=tuple(sides[1:]))],
+                setup=merges.cleanup, warmup=merges.cleanup,
+                peer_name=h.dlt_peer_name(),
+                ratios=RATIOS)

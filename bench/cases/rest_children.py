@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
-import sys
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
-BENCH = Path(__file__).resolve().parents[1]
+from harness import BENCH
+from harness.core import PROBE_N, Harness, Pending, Plan, Tier, loopback_server
+from harness.records import PAYLOAD_BYTES
+from harness.runs import Invocation
+from harness.verify import check_generator
+
 SERVER = BENCH / "servers" / "parent_child_server.py"
 OURS_YAML = BENCH / "cases" / "rest_children.yml"
 DLT_PEER = BENCH / "peers" / "dlt_rest_children.py"
@@ -35,18 +38,9 @@ def counts(scale: float) -> tuple[int, int]:
     return parents, parents * (CHILDREN + 1)
 
 
-@contextlib.contextmanager
-def server(parents: int, payload_bytes: int, holder: dict) -> Iterator[None]:
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--parents", str(parents), "--children", str(CHILDREN),
-         "--payload-bytes", str(payload_bytes), "--per-page", str(PER_PAGE)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        holder["base_url"] = f"http://127.0.0.1:{int(process.stdout.readline())}"
-        yield
-    finally:
-        process.terminate()
-        process.wait()
+def server(parents: int, payload_bytes: int, holder: dict) -> contextlib.AbstractContextManager:
+    return loopback_server([SERVER, "--parents", parents, "--children", CHILDREN,
+                            "--payload-bytes", payload_bytes, "--per-page", PER_PAGE], holder)
 
 
 def ours_yaml(holder: dict) -> str:
@@ -127,3 +121,25 @@ def describe(parents: int, dlt_version: Optional[str]) -> str:
             "ours: the rest_api source's resources form (bench/cases/rest_children.yml, 4 child "
             "requests in flight), parents.json and children.json; no original side (the "
             "original has no declarative parent/child REST source)" + peer)
+
+
+def plan(h: Harness) -> Plan | Pending:
+    why = h.probe_source_built("rest_api")
+    if why:
+        return Pending(why)
+    parents, n = counts(h.args.scale)
+    holder: dict[str, str] = {}
+    peer = None
+    if h.dlt_version:
+        peer = Invocation("peer", lambda: dlt_argv(h.args.dlt_python, holder),
+                          lambda _: "", n, check_generator,
+                          verify=lambda d, inv: verify_dlt(d, inv.n, PAYLOAD_BYTES))
+    ours = Invocation("ours", [h.ours, "run", "{config}"], lambda _: ours_yaml(holder),
+                      n, check_generator,
+                      verify=lambda d, inv: verify_ours(d, inv.n, PAYLOAD_BYTES))
+    return Plan(label=describe(parents, h.dlt_version), same_yaml=False,
+                tiers=[Tier(n, ours, None, peer=peer)],
+                setup=lambda: server(parents, PAYLOAD_BYTES, holder),
+                # The warm-up runs expect PROBE_N records: as many whole parents as fit.
+                warmup=lambda: server(PROBE_N // (CHILDREN + 1), PAYLOAD_BYTES, holder),
+                peer_name=h.dlt_peer_name())
