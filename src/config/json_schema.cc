@@ -36,6 +36,39 @@ Value WithNull(Value schema, const FieldSpec& spec) {
   return any_of;
 }
 
+// An object with variants: one branch per variant, each requiring its discriminator value but
+// the default variant's, which may leave the discriminator out.
+Value VariantsSchema(const FieldSpec& spec) {
+  Value::List branches;
+  for (const VariantSpec& variant : spec.variants) {
+    Value branch =
+        ObjectSchema(variant.fields, variant.unknown_keys, spec.discriminator, variant.tag);
+    if (!spec.default_variant.empty() && variant.tag == spec.default_variant) {
+      Value::List required;
+      if (const Value* list = branch.Find("required")) {
+        for (const Value& name : list->AsList()) {
+          if (name.AsString() != spec.discriminator) required.push_back(name);
+        }
+      }
+      branch.Erase("required");
+      if (!required.empty()) branch.Set("required", Value(std::move(required)));
+    } else {
+      Value::List required;
+      if (const Value* list = branch.Find("required")) required = list->AsList();
+      bool has_tag = false;
+      for (const Value& name : required) has_tag |= name.AsString() == spec.discriminator;
+      if (!has_tag) required.emplace_back(spec.discriminator);
+      branch.Set("required", Value(std::move(required)));
+    }
+    if (!variant.description.empty()) branch.Set("description", variant.description);
+    branches.push_back(std::move(branch));
+  }
+  Value schema = Value::EmptyMap();
+  schema.Set("type", "object");
+  schema.Set("oneOf", Value(std::move(branches)));
+  return schema;
+}
+
 Value SchemaFor(const FieldSpec& spec) {
   Value schema = Value::EmptyMap();
   switch (spec.type) {
@@ -59,37 +92,8 @@ Value SchemaFor(const FieldSpec& spec) {
       break;
     }
     case FieldType::kObject:
-      if (spec.variants.empty()) {
-        schema = ObjectSchema(spec.fields, spec.unknown_keys, "", "");
-      } else {
-        Value::List branches;
-        for (const VariantSpec& variant : spec.variants) {
-          Value branch =
-              ObjectSchema(variant.fields, variant.unknown_keys, spec.discriminator, variant.tag);
-          if (!spec.default_variant.empty() && variant.tag == spec.default_variant) {
-            // The discriminator may be omitted for the default variant.
-            Value::List required;
-            if (const Value* list = branch.Find("required")) {
-              for (const Value& name : list->AsList()) {
-                if (name.AsString() != spec.discriminator) required.push_back(name);
-              }
-            }
-            branch.Erase("required");
-            if (!required.empty()) branch.Set("required", Value(std::move(required)));
-          } else {
-            Value::List required;
-            if (const Value* list = branch.Find("required")) required = list->AsList();
-            bool has_tag = false;
-            for (const Value& name : required) has_tag |= name.AsString() == spec.discriminator;
-            if (!has_tag) required.emplace_back(spec.discriminator);
-            branch.Set("required", Value(std::move(required)));
-          }
-          if (!variant.description.empty()) branch.Set("description", variant.description);
-          branches.push_back(std::move(branch));
-        }
-        schema.Set("type", "object");
-        schema.Set("oneOf", Value(std::move(branches)));
-      }
+      schema = spec.variants.empty() ? ObjectSchema(spec.fields, spec.unknown_keys, "", "")
+                                     : VariantsSchema(spec);
       break;
     case FieldType::kList:
       schema.Set("type", "array");

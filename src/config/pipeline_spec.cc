@@ -10,6 +10,20 @@
 namespace bizon {
 namespace {
 
+/// A connector's own options over the common ones: one of the same name replaces it, the others
+/// follow them.
+void MergeFields(const std::vector<FieldSpec>& own_fields, std::vector<FieldSpec>& fields) {
+  for (const FieldSpec& own : own_fields) {
+    auto existing = std::find_if(fields.begin(), fields.end(),
+                                 [&](const FieldSpec& f) { return f.name == own.name; });
+    if (existing != fields.end()) {
+      *existing = own;
+    } else {
+      fields.push_back(own);
+    }
+  }
+}
+
 void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& variant) {
   std::vector<FieldSpec> fields = CommonSourceFields();
   std::vector<std::string> stream_names;
@@ -21,15 +35,7 @@ void SourceVariantFields(const SourceDescriptor& descriptor, VariantSpec& varian
       field.enum_values = stream_names;
     }
   }
-  for (const FieldSpec& own : descriptor.config.fields) {
-    auto existing = std::find_if(fields.begin(), fields.end(),
-                                 [&](const FieldSpec& f) { return f.name == own.name; });
-    if (existing != fields.end()) {
-      *existing = own;
-    } else {
-      fields.push_back(own);
-    }
-  }
+  MergeFields(descriptor.config.fields, fields);
   variant.fields = std::move(fields);
 }
 
@@ -73,6 +79,67 @@ FieldSpec HttpField() {
        Option::Boolean("raise_for_status", "Fail on 4xx/5xx responses.").Default(true),
        Option::Object("retries", std::move(retries)).Default(Value::EmptyMap())},
       "Opt-in HTTP policy; without it the historical policy applies.");
+}
+
+/// `source`: a variant per registered source, tagged by its name.
+FieldSpec SourceField(const ConnectorRegistry& registry, std::string_view custom_source_name) {
+  FieldSpec source =
+      Option::Variants("source", "name", {}, "The source connector and stream.").Required();
+  if (!custom_source_name.empty()) {
+    // A custom Python source validates its own keys against its config class.
+    source.variants.push_back({.tag = std::string(custom_source_name),
+                               .description = "A custom Python source.",
+                               .fields = CommonSourceFields(),
+                               .unknown_keys = UnknownKeys::kAllow});
+  }
+  for (const SourceDescriptor* descriptor : registry.sources()) {
+    if (descriptor->name == custom_source_name) continue;
+    VariantSpec variant{.tag = descriptor->name,
+                        .description = descriptor->description,
+                        .unknown_keys = descriptor->config.unknown_keys};
+    SourceVariantFields(*descriptor, variant);
+    source.variants.push_back(std::move(variant));
+  }
+  return source;
+}
+
+/// `destination`: a variant per registered destination, tagged by its name.
+FieldSpec DestinationField(const ConnectorRegistry& registry) {
+  FieldSpec destination =
+      Option::Variants("destination", "name", {}, "The destination connector.").Required();
+  for (const DestinationDescriptor* descriptor : registry.destinations()) {
+    std::vector<FieldSpec> config_fields = CommonDestinationFields();
+    MergeFields(descriptor->config.fields, config_fields);
+    destination.variants.push_back(
+        {.tag = descriptor->name,
+         .description = descriptor->description,
+         .fields = {Option::String("name").Required(),
+                    Option::String("alias", "Name used as the system type in metrics.")
+                        .Default(descriptor->alias),
+                    Option::Object("config", std::move(config_fields), "Destination settings.")
+                        .Required()
+                        .OnUnknownKeys(descriptor->config.unknown_keys)},
+         .unknown_keys = UnknownKeys::kError});
+  }
+  return destination;
+}
+
+/// `streams`: the multi-stream routing of a stream pipeline.
+FieldSpec StreamsField() {
+  FieldSpec stream_source =
+      Option::Object("source", {Option::String("name", ""), Option::String("topic", ""),
+                                Option::String("endpoint", "")})
+          .OnUnknownKeys(UnknownKeys::kAllow);
+  FieldSpec stream_destination =
+      Option::Object("destination", {Option::String("table_id").Required(),
+                                     {.name = "record_schema", .type = FieldType::kList},
+                                     Option::List("clustering_keys", Option::String(""), "")})
+          .Required()
+          .OnUnknownKeys(UnknownKeys::kAllow);
+  return Option::List("streams",
+                      Option::Object("", {Option::String("name").Required(),
+                                          std::move(stream_source), std::move(stream_destination)}),
+                      "Multi-stream routing (requires sync_mode: stream).");
 }
 
 }  // namespace
@@ -130,50 +197,6 @@ std::vector<FieldSpec> CommonDestinationFields() {
 
 FieldSpec PipelineSpec(const PipelineDeclaration& declaration,
                        std::string_view custom_source_name) {
-  const ConnectorRegistry& registry = declaration.registry;
-  FieldSpec source =
-      Option::Variants("source", "name", {}, "The source connector and stream.").Required();
-  if (!custom_source_name.empty()) {
-    // A custom Python source validates its own keys against its config class.
-    source.variants.push_back({.tag = std::string(custom_source_name),
-                               .description = "A custom Python source.",
-                               .fields = CommonSourceFields(),
-                               .unknown_keys = UnknownKeys::kAllow});
-  }
-  for (const SourceDescriptor* descriptor : registry.sources()) {
-    if (descriptor->name == custom_source_name) continue;
-    VariantSpec variant{.tag = descriptor->name,
-                        .description = descriptor->description,
-                        .unknown_keys = descriptor->config.unknown_keys};
-    SourceVariantFields(*descriptor, variant);
-    source.variants.push_back(std::move(variant));
-  }
-
-  FieldSpec destination =
-      Option::Variants("destination", "name", {}, "The destination connector.").Required();
-  for (const DestinationDescriptor* descriptor : registry.destinations()) {
-    std::vector<FieldSpec> config_fields = CommonDestinationFields();
-    for (const FieldSpec& own : descriptor->config.fields) {
-      auto existing = std::find_if(config_fields.begin(), config_fields.end(),
-                                   [&](const FieldSpec& f) { return f.name == own.name; });
-      if (existing != config_fields.end()) {
-        *existing = own;
-      } else {
-        config_fields.push_back(own);
-      }
-    }
-    destination.variants.push_back(
-        {.tag = descriptor->name,
-         .description = descriptor->description,
-         .fields = {Option::String("name").Required(),
-                    Option::String("alias", "Name used as the system type in metrics.")
-                        .Default(descriptor->alias),
-                    Option::Object("config", std::move(config_fields), "Destination settings.")
-                        .Required()
-                        .OnUnknownKeys(descriptor->config.unknown_keys)},
-         .unknown_keys = UnknownKeys::kError});
-  }
-
   FieldSpec transforms =
       Option::List(
           "transforms",
@@ -189,29 +212,14 @@ FieldSpec PipelineSpec(const PipelineDeclaration& declaration,
       {Option::Object("gsm", {Option::String("project_id", "GCP project of gsm:// references.")})},
       "Defaults for reference providers.");
 
-  FieldSpec stream_source =
-      Option::Object("source", {Option::String("name", ""), Option::String("topic", ""),
-                                Option::String("endpoint", "")})
-          .OnUnknownKeys(UnknownKeys::kAllow);
-  FieldSpec stream_destination =
-      Option::Object("destination", {Option::String("table_id").Required(),
-                                     {.name = "record_schema", .type = FieldType::kList},
-                                     Option::List("clustering_keys", Option::String(""), "")})
-          .Required()
-          .OnUnknownKeys(UnknownKeys::kAllow);
-  FieldSpec streams =
-      Option::List("streams",
-                   Option::Object("", {Option::String("name").Required(), std::move(stream_source),
-                                       std::move(stream_destination)}),
-                   "Multi-stream routing (requires sync_mode: stream).");
-
   return Option::Object(
       "",
       {Option::String("name", "Unique name of this sync.").Required(),
        Option::String("id", "Stable identity for backend state; defaults to name."),
-       std::move(source), std::move(destination), std::move(transforms), declaration.engine.field,
+       SourceField(declaration.registry, custom_source_name),
+       DestinationField(declaration.registry), std::move(transforms), declaration.engine.field,
        std::move(secrets), declaration.monitoring.field, declaration.alerting.field,
-       std::move(streams)},
+       StreamsField()},
       "A bizon pipeline.");
 }
 
@@ -330,6 +338,89 @@ void CheckStaticDestinationIds(const ConnectorRegistry& registry, const Value& r
   check_list(config.FindPath("source.resources"), "source.resources", "destination_id");
 }
 
+/// A diagnostic at `path`, on the line of the node the file has there (if it has one).
+void AddAtPath(const Value& raw, Diagnostic::Severity severity, std::string path,
+               std::string message, ValidationResult& result) {
+  const Value* node = raw.FindPath(path);
+  SourceMark mark = node != nullptr ? node->mark() : SourceMark{};
+  AddDiagnostic(result, severity, std::move(path), mark, std::move(message));
+}
+
+/// The streams block: stream names and tables each once, and only with sync_mode stream.
+void CheckStreamsRouting(const Value& raw, const std::string& sync_mode, ValidationResult& result) {
+  const Value* streams = result.normalized.Find("streams");
+  if (streams == nullptr || !streams->is_list() || streams->AsList().empty()) return;
+  std::set<std::string> names;
+  std::set<std::string> tables;
+  const auto& list = streams->AsList();
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string item_path = fmt::format("streams[{}]", i);
+    std::string name = list[i].GetString("name");
+    if (!names.insert(name).second) {
+      AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".name", list[i].mark(),
+                    fmt::format("duplicate stream name '{}'", name));
+    }
+    const Value* destination = list[i].Find("destination");
+    std::string table = destination != nullptr ? destination->GetString("table_id") : "";
+    if (!table.empty() && !tables.insert(table).second) {
+      AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".destination.table_id",
+                    destination->mark(), fmt::format("duplicate table_id '{}'", table));
+    }
+  }
+  if (sync_mode != "stream") {
+    AddAtPath(
+        raw, Diagnostic::Severity::kError, "streams",
+        fmt::format("the streams block requires source.sync_mode: stream, got '{}'", sync_mode),
+        result);
+  }
+}
+
+/// The stream the config names, for a built-in source: one the config itself declares (rest_api
+/// endpoints) passes the source's check, and an incremental one supports incremental sync.
+void CheckSourceStream(const SourceDescriptor& source, const std::string& source_name,
+                       const std::string& sync_mode, const Value& raw, ValidationResult& result) {
+  if (const Value* source_config = result.normalized.Find("source");
+      source.check_stream && source_config != nullptr && source_config->is_map() &&
+      !source_config->GetString("stream").empty()) {
+    if (Status checked = source.check_stream(*source_config, source_config->GetString("stream"));
+        !checked.ok()) {
+      AddAtPath(raw, Diagnostic::Severity::kError, "source.stream", checked.message(), result);
+    }
+  }
+  if (sync_mode != "incremental") return;
+  std::string stream = raw.FindPath("source.stream") != nullptr
+                           ? raw.FindPath("source.stream")->ToDisplayString()
+                           : "";
+  for (const StreamSpec& spec : source.streams) {
+    if (spec.name == stream && !spec.supports_incremental) {
+      AddAtPath(raw, Diagnostic::Severity::kWarning, "source.sync_mode",
+                fmt::format("stream '{}' of source '{}' does not support incremental sync; "
+                            "`bizon run` refuses it (the original would re-read everything on "
+                            "its first run and fail on the second)",
+                            stream, source_name),
+                result);
+    }
+  }
+}
+
+/// unnest: true needs columns: record_schemas, or a record_schema in a streams entry.
+void CheckUnnestSchemas(const Value& raw, ValidationResult& result) {
+  const Value& config = result.normalized;
+  const Value* unnest = config.FindPath("destination.config.unnest");
+  const Value* schemas = config.FindPath("destination.config.record_schemas");
+  bool has_streams_schemas = false;
+  if (const Value* streams = config.Find("streams"); streams != nullptr && streams->is_list()) {
+    for (const Value& stream : streams->AsList()) {
+      if (stream.FindPath("destination.record_schema") != nullptr) has_streams_schemas = true;
+    }
+  }
+  if (unnest != nullptr && unnest->is_bool() && unnest->AsBool() && !has_streams_schemas &&
+      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
+    AddAtPath(raw, Diagnostic::Severity::kError, "destination.config.unnest",
+              "unnest: true needs at least one entry in destination.config.record_schemas", result);
+  }
+}
+
 }  // namespace
 
 void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw,
@@ -338,19 +429,6 @@ void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw
   CheckStaticDestinationIds(registry, raw, result);
   CheckDestinationRules(registry, raw, result);
   const Value& config = result.normalized;
-  auto mark_of = [&](std::string_view path) {
-    const Value* node = raw.FindPath(path);
-    return node != nullptr ? node->mark() : SourceMark{};
-  };
-  auto error = [&](std::string path, std::string message) {
-    SourceMark mark = mark_of(path);
-    AddDiagnostic(result, Diagnostic::Severity::kError, std::move(path), mark, std::move(message));
-  };
-  auto warning = [&](std::string path, std::string message) {
-    SourceMark mark = mark_of(path);
-    AddDiagnostic(result, Diagnostic::Severity::kWarning, std::move(path), mark,
-                  std::move(message));
-  };
 
   std::string sync_mode = config.FindPath("source.sync_mode") != nullptr
                               ? config.FindPath("source.sync_mode")->ToDisplayString()
@@ -361,31 +439,7 @@ void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw
                                      ? raw.FindPath("destination.name")->ToDisplayString()
                                      : "";
 
-  // Streams routing.
-  if (const Value* streams = config.Find("streams");
-      streams != nullptr && streams->is_list() && !streams->AsList().empty()) {
-    std::set<std::string> names;
-    std::set<std::string> tables;
-    const auto& list = streams->AsList();
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::string item_path = fmt::format("streams[{}]", i);
-      std::string name = list[i].GetString("name");
-      if (!names.insert(name).second) {
-        AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".name", list[i].mark(),
-                      fmt::format("duplicate stream name '{}'", name));
-      }
-      const Value* destination = list[i].Find("destination");
-      std::string table = destination != nullptr ? destination->GetString("table_id") : "";
-      if (!table.empty() && !tables.insert(table).second) {
-        AddDiagnostic(result, Diagnostic::Severity::kError, item_path + ".destination.table_id",
-                      destination->mark(), fmt::format("duplicate table_id '{}'", table));
-      }
-    }
-    if (sync_mode != "stream") {
-      error("streams", fmt::format("the streams block requires source.sync_mode: stream, got '{}'",
-                                   sync_mode));
-    }
-  }
+  CheckStreamsRouting(raw, sync_mode, result);
 
   // The connectors' own rules across the whole config.
   const SourceDescriptor* source = registry.FindSource(source_name);
@@ -400,51 +454,20 @@ void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw
   // Incremental needs a source that can read a window; a reset needs a replacing destination.
   bool custom_source = config.FindPath("source.source_file_path") != nullptr &&
                        !config.FindPath("source.source_file_path")->is_null();
-  // Stream names the config itself declares (rest_api endpoints).
-  if (const Value* source_config = config.Find("source");
-      source != nullptr && !custom_source && source->check_stream && source_config != nullptr &&
-      source_config->is_map() && !source_config->GetString("stream").empty()) {
-    if (Status checked = source->check_stream(*source_config, source_config->GetString("stream"));
-        !checked.ok()) {
-      error("source.stream", checked.message());
-    }
-  }
-  if (source != nullptr && !custom_source && sync_mode == "incremental") {
-    std::string stream = raw.FindPath("source.stream") != nullptr
-                             ? raw.FindPath("source.stream")->ToDisplayString()
-                             : "";
-    for (const StreamSpec& spec : source->streams) {
-      if (spec.name == stream && !spec.supports_incremental) {
-        warning("source.sync_mode",
-                fmt::format("stream '{}' of source '{}' does not support incremental sync; "
-                            "`bizon run` refuses it (the original would re-read everything on "
-                            "its first run and fail on the second)",
-                            stream, source_name));
-      }
-    }
+  if (source != nullptr && !custom_source) {
+    CheckSourceStream(*source, source_name, sync_mode, raw, result);
   }
   const Value* reset = config.FindPath("source.reset");
   if (destination != nullptr && !destination->supports_reset && reset != nullptr &&
       reset->is_bool() && reset->AsBool() && sync_mode == "incremental") {
-    error("source.reset", fmt::format("source.reset is not supported by destination '{}', which "
-                                      "appends to its table instead of replacing it",
-                                      destination_name));
+    AddAtPath(raw, Diagnostic::Severity::kError, "source.reset",
+              fmt::format("source.reset is not supported by destination '{}', which appends to "
+                          "its table instead of replacing it",
+                          destination_name),
+              result);
   }
 
-  // unnest needs schemas.
-  const Value* unnest = config.FindPath("destination.config.unnest");
-  const Value* schemas = config.FindPath("destination.config.record_schemas");
-  bool has_streams_schemas = false;
-  if (const Value* streams = config.Find("streams"); streams != nullptr && streams->is_list()) {
-    for (const Value& stream : streams->AsList()) {
-      if (stream.FindPath("destination.record_schema") != nullptr) has_streams_schemas = true;
-    }
-  }
-  if (unnest != nullptr && unnest->is_bool() && unnest->AsBool() && !has_streams_schemas &&
-      (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
-    error("destination.config.unnest",
-          "unnest: true needs at least one entry in destination.config.record_schemas");
-  }
+  CheckUnnestSchemas(raw, result);
 
   // The sections' own rules, each on its block.
   for (const ConfigSection* section :

@@ -215,32 +215,8 @@ class Walker {
     const std::vector<FieldSpec>* fields = &spec.fields;
     UnknownKeys unknown_keys = spec.unknown_keys;
     if (!spec.variants.empty()) {
-      const Value* tag = node.Find(spec.discriminator);
-      std::string tag_text;
-      if (tag == nullptr || tag->is_null()) {
-        if (spec.default_variant.empty()) {
-          Error(ChildPath(path, spec.discriminator), node.mark(), "required key is missing");
-          return node;
-        }
-        tag_text = spec.default_variant;
-      } else if (tag->is_string()) {
-        tag_text = tag->AsString();
-      }
-      const VariantSpec* variant = nullptr;
-      std::vector<std::string> tags;
-      for (const VariantSpec& candidate : spec.variants) {
-        tags.push_back(candidate.tag);
-        if (candidate.tag == tag_text) variant = &candidate;
-      }
-      if (variant == nullptr) {
-        std::string message = fmt::format("expected one of {}, got {}", Join(tags, ", "),
-                                          tag == nullptr ? std::string("nothing") : Describe(*tag));
-        std::string closest = ClosestName(tag_text, tags);
-        if (!closest.empty()) message += fmt::format(" (did you mean '{}'?)", closest);
-        Error(ChildPath(path, spec.discriminator), tag == nullptr ? node.mark() : tag->mark(),
-              std::move(message));
-        return node;
-      }
+      const VariantSpec* variant = SelectVariant(spec, node, path);
+      if (variant == nullptr) return node;
       fields = &variant->fields;
       unknown_keys = variant->unknown_keys;
     }
@@ -275,6 +251,45 @@ class Walker {
       out.Set(field.name, Validate(field, *child, child_path));
     }
 
+    UndeclaredKeys(node, declared, unknown_keys, path, out);
+    return out;
+  }
+
+  // The variant the discriminator of `node` names, or the default one; null, reported, when
+  // it names none.
+  const VariantSpec* SelectVariant(const FieldSpec& spec, const Value& node,
+                                   const std::string& path) {
+    const Value* tag = node.Find(spec.discriminator);
+    std::string tag_text;
+    if (tag == nullptr || tag->is_null()) {
+      if (spec.default_variant.empty()) {
+        Error(ChildPath(path, spec.discriminator), node.mark(), "required key is missing");
+        return nullptr;
+      }
+      tag_text = spec.default_variant;
+    } else if (tag->is_string()) {
+      tag_text = tag->AsString();
+    }
+    const VariantSpec* variant = nullptr;
+    std::vector<std::string> tags;
+    for (const VariantSpec& candidate : spec.variants) {
+      tags.push_back(candidate.tag);
+      if (candidate.tag == tag_text) variant = &candidate;
+    }
+    if (variant != nullptr) return variant;
+    std::string message = fmt::format("expected one of {}, got {}", Join(tags, ", "),
+                                      tag == nullptr ? std::string("nothing") : Describe(*tag));
+    std::string closest = ClosestName(tag_text, tags);
+    if (!closest.empty()) message += fmt::format(" (did you mean '{}'?)", closest);
+    Error(ChildPath(path, spec.discriminator), tag == nullptr ? node.mark() : tag->mark(),
+          std::move(message));
+    return nullptr;
+  }
+
+  // The keys of `node` its spec does not declare: an error, a warning, ignored, or copied to
+  // `out`, as `unknown_keys` says.
+  void UndeclaredKeys(const Value& node, const std::vector<std::string>& declared,
+                      UnknownKeys unknown_keys, const std::string& path, Value& out) {
     for (const auto& [key, child] : node.AsMap()) {
       if (std::find(declared.begin(), declared.end(), key) != declared.end()) continue;
       std::string child_path = ChildPath(path, key);
@@ -297,7 +312,6 @@ class Walker {
           break;
       }
     }
-    return out;
   }
 
   Value ValidateList(const FieldSpec& spec, const Value& node, const std::string& path) {

@@ -512,6 +512,87 @@ std::string_view TypeName(ondemand::json_type type) {
   return "a value";
 }
 
+// One JSON value met in a scalar column: its text as the column's encoder reads it, and the error
+// that says why the column refuses it.
+class ScalarInput {
+ public:
+  ScalarInput(ondemand::value value, ondemand::json_type type, const ProtoColumn& column,
+              const std::string& column_path)
+      : value_(value), type_(type), column_(column), column_path_(column_path) {}
+
+  ondemand::json_type type() const { return type_; }
+
+  // The value is of a JSON type the column does not take.
+  Status Wrong(std::string_view expected) {
+    std::string_view raw = TrimRight(value_.raw_json_token());
+    return RowError(fmt::format("column {} ({}) expects {}, got {}: {}", column_path_, column_.type,
+                                expected, TypeName(type_), Quote(raw)));
+  }
+
+  // The value's text is not one the column takes.
+  Status Bad(std::string_view expected, std::string_view text) const {
+    return RowError(fmt::format("column {} ({}) expects {}, got '{}'", column_path_, column_.type,
+                                expected, Quote(text)));
+  }
+
+  // The content of a JSON string.
+  Result<std::string_view> String() {
+    std::string_view text;
+    if (auto error = value_.get_string().get(text)) return Fail(JsonError(error, column_path_));
+    return text;
+  }
+
+  // A number as written, or a string's content; any other JSON type is Wrong(expected).
+  Result<std::string_view> NumberOrString(std::string_view expected) {
+    if (type_ == ondemand::json_type::number) return TrimRight(value_.raw_json_token());
+    if (type_ != ondemand::json_type::string) return Fail(Wrong(expected));
+    return String();
+  }
+
+ private:
+  ondemand::value value_;
+  ondemand::json_type type_;
+  const ProtoColumn& column_;
+  const std::string& column_path_;
+};
+
+Status EncodeTimestamp(ScalarInput& input, int number, std::string& out) {
+  BIZON_ASSIGN_OR_RETURN(std::string_view text, input.NumberOrString("a timestamp"));
+  std::optional<int64_t> micros;
+  if (input.type() == ondemand::json_type::string) {
+    micros = ParseTimestampText(text);
+  } else if (std::optional<int64_t> seconds = ParseInteger(text);
+             seconds && std::abs(*seconds) < 400'000'000'000LL) {
+    // Seconds since the epoch, as BigQuery's JSON reads a number in a TIMESTAMP column.
+    micros = *seconds * 1'000'000;
+  } else if (std::optional<double> fractional = ParseDouble(text);
+             fractional && std::isfinite(*fractional) && std::fabs(*fractional) < 4e11) {
+    micros = static_cast<int64_t>(std::floor(*fractional * 1e6 + 0.5));
+  }
+  if (!micros || *micros < kMinTimestampUs || *micros > kMaxTimestampUs) {
+    return input.Bad(
+        "a timestamp between 0001-01-01 and 9999-12-31 (RFC 3339, "
+        "'YYYY-MM-DD HH:MM:SS[.ffffff]' or seconds since the epoch)",
+        text);
+  }
+  AppendInt64Field(out, number, *micros);
+  return Status::Ok();
+}
+
+Status EncodeDate(ScalarInput& input, int number, std::string& out) {
+  BIZON_ASSIGN_OR_RETURN(std::string_view text, input.NumberOrString("a date"));
+  std::optional<int64_t> days =
+      input.type() == ondemand::json_type::string ? ParseDate(text) : ParseInteger(text);
+  if (!days || *days < kMinDate || *days > kMaxDate) {
+    return input.Bad(
+        "a date between 0001-01-01 and 9999-12-31 ('YYYY-MM-DD' or days since the "
+        "epoch)",
+        text);
+  }
+  AppendInt64Field(out, number, *days);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::string_view> ProtoRowEncoder::Parser::CompactJson(ondemand::value value,
@@ -543,48 +624,25 @@ Result<std::string_view> ProtoRowEncoder::Parser::CompactJson(ondemand::value va
 Status ProtoRowEncoder::Parser::EncodeScalar(ondemand::value value, ondemand::json_type type,
                                              const ProtoColumn& column,
                                              const std::string& column_path, std::string& out) {
-  auto wrong = [&](std::string_view expected) {
-    std::string_view raw = TrimRight(value.raw_json_token());
-    return RowError(fmt::format("column {} ({}) expects {}, got {}: {}", column_path, column.type,
-                                expected, TypeName(type), Quote(raw)));
-  };
-  auto bad = [&](std::string_view expected, std::string_view text) {
-    return RowError(fmt::format("column {} ({}) expects {}, got '{}'", column_path, column.type,
-                                expected, Quote(text)));
-  };
-  auto get_string = [&](std::string_view& text) -> Status {
-    if (auto error = value.get_string().get(text)) return JsonError(error, column_path);
-    return Status::Ok();
-  };
-  // A number as written, or a string's content.
-  const bool is_number_or_string =
-      type == ondemand::json_type::number || type == ondemand::json_type::string;
-  auto scalar_text = [&]() -> Result<std::string_view> {
-    std::string_view text;
-    if (type == ondemand::json_type::number) return TrimRight(value.raw_json_token());
-    BIZON_RETURN_IF_ERROR(get_string(text));
-    return text;
-  };
+  ScalarInput input(value, type, column, column_path);
   const int number = column.number;
   switch (column.kind) {
     case ProtoColumnKind::kInt64: {
-      if (!is_number_or_string) return wrong("an integer");
-      BIZON_ASSIGN_OR_RETURN(std::string_view text, scalar_text());
+      BIZON_ASSIGN_OR_RETURN(std::string_view text, input.NumberOrString("an integer"));
       std::optional<int64_t> parsed = ParseInteger(text);
-      if (!parsed) return bad("a 64-bit integer", text);
+      if (!parsed) return input.Bad("a 64-bit integer", text);
       AppendInt64Field(out, number, *parsed);
       return Status::Ok();
     }
     case ProtoColumnKind::kDouble: {
-      if (!is_number_or_string) return wrong("a number");
-      BIZON_ASSIGN_OR_RETURN(std::string_view text, scalar_text());
+      BIZON_ASSIGN_OR_RETURN(std::string_view text, input.NumberOrString("a number"));
       std::optional<double> parsed = ParseDouble(text);
-      if (!parsed) return bad("a number", text);
+      if (!parsed) return input.Bad("a number", text);
       AppendDoubleField(out, number, *parsed);
       return Status::Ok();
     }
     case ProtoColumnKind::kBool: {
-      if (type != ondemand::json_type::boolean) return wrong("true or false");
+      if (type != ondemand::json_type::boolean) return input.Wrong("true or false");
       bool flag = false;
       if (auto error = value.get_bool().get(flag)) return JsonError(error, column_path);
       AppendTag(out, number, kVarint);
@@ -595,79 +653,44 @@ Status ProtoRowEncoder::Parser::EncodeScalar(ondemand::value value, ondemand::js
     case ProtoColumnKind::kJson: {
       std::string_view text;
       if (type == ondemand::json_type::string) {
-        BIZON_RETURN_IF_ERROR(get_string(text));
+        BIZON_ASSIGN_OR_RETURN(text, input.String());
       } else if (type == ondemand::json_type::object || type == ondemand::json_type::array ||
                  column.kind == ProtoColumnKind::kJson) {
         BIZON_ASSIGN_OR_RETURN(text, CompactJson(value, type, column_path));
       } else {
-        return wrong("a string");
+        return input.Wrong("a string");
       }
       AppendBytesField(out, number, text);
       return Status::Ok();
     }
     case ProtoColumnKind::kBytes: {
-      if (type != ondemand::json_type::string) return wrong("a base64 string");
-      std::string_view text;
-      BIZON_RETURN_IF_ERROR(get_string(text));
+      if (type != ondemand::json_type::string) return input.Wrong("a base64 string");
+      BIZON_ASSIGN_OR_RETURN(std::string_view text, input.String());
       std::optional<std::string> bytes = Base64Decode(text);
-      if (!bytes) return bad("a base64 string", text);
+      if (!bytes) return input.Bad("a base64 string", text);
       AppendBytesField(out, number, *bytes);
       return Status::Ok();
     }
     case ProtoColumnKind::kDecimal: {
-      if (!is_number_or_string) return wrong("a decimal number");
-      BIZON_ASSIGN_OR_RETURN(std::string_view text, scalar_text());
-      if (!IsDecimalText(text)) return bad("a decimal number", text);
+      BIZON_ASSIGN_OR_RETURN(std::string_view text, input.NumberOrString("a decimal number"));
+      if (!IsDecimalText(text)) return input.Bad("a decimal number", text);
       AppendBytesField(out, number, text);
       return Status::Ok();
     }
     case ProtoColumnKind::kCivilText: {
-      if (type != ondemand::json_type::string) return wrong("a string");
-      BIZON_ASSIGN_OR_RETURN(std::string_view text, scalar_text());
+      if (type != ondemand::json_type::string) return input.Wrong("a string");
+      BIZON_ASSIGN_OR_RETURN(std::string_view text, input.String());
       AppendBytesField(out, number, text);
       return Status::Ok();
     }
-    case ProtoColumnKind::kTimestamp: {
-      if (!is_number_or_string) return wrong("a timestamp");
-      BIZON_ASSIGN_OR_RETURN(std::string_view text, scalar_text());
-      std::optional<int64_t> micros;
-      if (type == ondemand::json_type::string) {
-        micros = ParseTimestampText(text);
-      } else if (std::optional<int64_t> seconds = ParseInteger(text);
-                 seconds && std::abs(*seconds) < 400'000'000'000LL) {
-        // Seconds since the epoch, as BigQuery's JSON reads a number in a TIMESTAMP column.
-        micros = *seconds * 1'000'000;
-      } else if (std::optional<double> fractional = ParseDouble(text);
-                 fractional && std::isfinite(*fractional) && std::fabs(*fractional) < 4e11) {
-        micros = static_cast<int64_t>(std::floor(*fractional * 1e6 + 0.5));
-      }
-      if (!micros || *micros < kMinTimestampUs || *micros > kMaxTimestampUs) {
-        return bad(
-            "a timestamp between 0001-01-01 and 9999-12-31 (RFC 3339, "
-            "'YYYY-MM-DD HH:MM:SS[.ffffff]' or seconds since the epoch)",
-            text);
-      }
-      AppendInt64Field(out, number, *micros);
-      return Status::Ok();
-    }
-    case ProtoColumnKind::kDate: {
-      if (!is_number_or_string) return wrong("a date");
-      BIZON_ASSIGN_OR_RETURN(std::string_view text, scalar_text());
-      std::optional<int64_t> days =
-          type == ondemand::json_type::string ? ParseDate(text) : ParseInteger(text);
-      if (!days || *days < kMinDate || *days > kMaxDate) {
-        return bad(
-            "a date between 0001-01-01 and 9999-12-31 ('YYYY-MM-DD' or days since the "
-            "epoch)",
-            text);
-      }
-      AppendInt64Field(out, number, *days);
-      return Status::Ok();
-    }
+    case ProtoColumnKind::kTimestamp:
+      return EncodeTimestamp(input, number, out);
+    case ProtoColumnKind::kDate:
+      return EncodeDate(input, number, out);
     case ProtoColumnKind::kRecord:
       break;
   }
-  return wrong("an object");
+  return input.Wrong("an object");
 }
 
 Status ProtoRowEncoder::Parser::EncodeValue(ondemand::value value, const ProtoColumn& column,

@@ -171,56 +171,13 @@ Result<bool> OAuth2Authenticator::RefreshAfterUnauthorized() {
 }
 
 Status OAuth2Authenticator::RefreshLocked() {
-  QueryParams form = {{"grant_type", params_.grant_type},
-                      {"client_id", params_.client_id},
-                      {"client_secret", params_.client_secret}};
-  if (params_.refresh_token) form.emplace_back("refresh_token", *params_.refresh_token);
-  if (!params_.scopes.empty()) {
-    std::string scope;
-    for (const std::string& item : params_.scopes) scope += (scope.empty() ? "" : ",") + item;
-    form.emplace_back("scope", scope);
-  }
-  for (const auto& [key, value] : params_.refresh_request_body) {
-    bool taken = std::any_of(form.begin(), form.end(),
-                             [&](const auto& field) { return field.first == key; });
-    if (!taken) form.emplace_back(key, value);
-  }
-  HttpRequest request{.method = "POST",
-                      .url = params_.token_refresh_endpoint,
-                      .headers = {{"Content-Type", "application/x-www-form-urlencoded"},
-                                  {"Accept", "application/json"}},
-                      .body = FormEncode(form),
-                      .authenticate = false};
-
-  double waited = 0;
-  double wait = 1;
-  Result<HttpResponse> response = Fail(InternalError("no refresh attempted"));
-  while (true) {
-    response = session_->Send(request);
-    bool transient = !response || response->status == 429 || response->status >= 500;
-    if (!transient || waited + wait > kRefreshRetryBudgetSeconds) break;
-    spdlog::warn("OAuth token refresh failed; retrying in {:.0f} s: {}", wait,
-                 response ? fmt::format("HTTP {}", response->status) : response.error().message());
-    sleep_(wait);
-    waited += wait;
-    wait *= 2;
-  }
-  if (!response) {
-    return response.error()
-        .WithContext("OAuth token refresh failed")
-        .WithFailureClass(FailureClass::kSource);
-  }
-  if (!response->ok()) {
-    Status error = HttpStatusError("POST", params_.token_refresh_endpoint, *response);
-    return Status(error.code(), "OAuth token refresh failed: " + error.message(),
-                  FailureClass::kSource);
-  }
-  auto parsed = Value::FromJson(response->body);
+  BIZON_ASSIGN_OR_RETURN(HttpResponse response, PostRefresh(RefreshRequest()));
+  auto parsed = Value::FromJson(response.body);
   if (!parsed) {
     return Status(StatusCode::kUnavailable,
                   fmt::format("OAuth token refresh failed: the token endpoint answered invalid "
                               "JSON: {}",
-                              BodyExcerpt(response->body, 100)),
+                              BodyExcerpt(response.body, 100)),
                   FailureClass::kSource);
   }
   const Value* root = &*parsed;
@@ -239,9 +196,62 @@ Status OAuth2Authenticator::RefreshLocked() {
     params_.refresh_token = rotated->AsString();
     Mask(*params_.refresh_token);
   }
+  return ScheduleRefresh(*root);
+}
 
+HttpRequest OAuth2Authenticator::RefreshRequest() const {
+  QueryParams form = {{"grant_type", params_.grant_type},
+                      {"client_id", params_.client_id},
+                      {"client_secret", params_.client_secret}};
+  if (params_.refresh_token) form.emplace_back("refresh_token", *params_.refresh_token);
+  if (!params_.scopes.empty()) {
+    std::string scope;
+    for (const std::string& item : params_.scopes) scope += (scope.empty() ? "" : ",") + item;
+    form.emplace_back("scope", scope);
+  }
+  for (const auto& [key, value] : params_.refresh_request_body) {
+    bool taken = std::any_of(form.begin(), form.end(),
+                             [&](const auto& field) { return field.first == key; });
+    if (!taken) form.emplace_back(key, value);
+  }
+  return HttpRequest{.method = "POST",
+                     .url = params_.token_refresh_endpoint,
+                     .headers = {{"Content-Type", "application/x-www-form-urlencoded"},
+                                 {"Accept", "application/json"}},
+                     .body = FormEncode(form),
+                     .authenticate = false};
+}
+
+Result<HttpResponse> OAuth2Authenticator::PostRefresh(const HttpRequest& request) {
+  double waited = 0;
+  double wait = 1;
+  Result<HttpResponse> response = Fail(InternalError("no refresh attempted"));
+  while (true) {
+    response = session_->Send(request);
+    bool transient = !response || response->status == 429 || response->status >= 500;
+    if (!transient || waited + wait > kRefreshRetryBudgetSeconds) break;
+    spdlog::warn("OAuth token refresh failed; retrying in {:.0f} s: {}", wait,
+                 response ? fmt::format("HTTP {}", response->status) : response.error().message());
+    sleep_(wait);
+    waited += wait;
+    wait *= 2;
+  }
+  if (!response) {
+    return Fail(response.error()
+                    .WithContext("OAuth token refresh failed")
+                    .WithFailureClass(FailureClass::kSource));
+  }
+  if (!response->ok()) {
+    Status error = HttpStatusError("POST", params_.token_refresh_endpoint, *response);
+    return Fail(Status(error.code(), "OAuth token refresh failed: " + error.message(),
+                       FailureClass::kSource));
+  }
+  return response;
+}
+
+Status OAuth2Authenticator::ScheduleRefresh(const Value& token_response) {
   int64_t now = NowMicros();
-  const Value* expires = root->Find(params_.expires_in_name);
+  const Value* expires = token_response.Find(params_.expires_in_name);
   if (expires == nullptr || expires->is_null()) {
     // Nothing to schedule by: the token is refreshed when a response says 401.
     expires_at_us_ = refresh_at_us_ = INT64_MAX;
@@ -280,106 +290,127 @@ Status OAuth2Authenticator::RefreshLocked() {
 
 // --- Factory ---------------------------------------------------------------------------------
 
+namespace {
+
+// authentication.params.<key>, which authentication type `type` requires.
+Result<std::string> RequiredParam(const Value& params, std::string_view key,
+                                  std::string_view type) {
+  std::optional<std::string> value = OptionalString(params, key);
+  if (!value || value->empty()) {
+    return Fail(AuthError(
+        fmt::format("authentication.params.{} is required for authentication type {}", key, type)));
+  }
+  return *value;
+}
+
+// An empty `allowed` accepts every type.
+Status CheckAllowedType(const std::string& type, const std::vector<std::string>& allowed) {
+  if (allowed.empty() || std::find(allowed.begin(), allowed.end(), type) != allowed.end()) {
+    return Status::Ok();
+  }
+  std::string listed;
+  for (const std::string& item : allowed) listed += (listed.empty() ? "" : ", ") + item;
+  return AuthError(
+      fmt::format("authentication.type: this source accepts {}, got '{}'", listed, type));
+}
+
+// api_key and bearer: params.token, or the `api_key` shorthand beside `type`.
+Result<std::shared_ptr<Authenticator>> MakeTokenAuthenticator(const Value& authentication,
+                                                              const Value& params,
+                                                              const std::string& type) {
+  TokenParams token;
+  std::optional<std::string> value = OptionalString(params, "token");
+  if (!value) value = OptionalString(authentication, "api_key");  // The seed's shorthand.
+  if (!value || value->empty()) {
+    return Fail(AuthError(
+        fmt::format("authentication.params.token is required for authentication type {}", type)));
+  }
+  token.token = *value;
+  token.auth_method = params.GetString("auth_method", "Bearer");
+  token.auth_header = params.GetString("auth_header", "Authorization");
+  return std::shared_ptr<Authenticator>(std::make_shared<TokenAuthenticator>(std::move(token)));
+}
+
+Result<std::shared_ptr<Authenticator>> MakeBasicAuthenticator(const Value& params) {
+  BasicParams basic;
+  BIZON_ASSIGN_OR_RETURN(basic.username, RequiredParam(params, "username", "basic"));
+  basic.password = params.GetString("password", "");
+  basic.auth_method = params.GetString("auth_method", "Basic");
+  basic.auth_header = params.GetString("auth_header", "Authorization");
+  return std::shared_ptr<Authenticator>(std::make_shared<BasicAuthenticator>(std::move(basic)));
+}
+
+Result<std::shared_ptr<Authenticator>> MakeCookieAuthenticator(const Value& params) {
+  CookieParams cookies;
+  const Value* map = params.Find("cookies");
+  if (map == nullptr || !map->is_map()) {
+    return Fail(
+        AuthError("authentication.params.cookies is required for authentication type "
+                  "cookies"));
+  }
+  for (const auto& [name, value] : map->AsMap()) {
+    cookies.cookies.emplace_back(name, value.ToDisplayString());
+  }
+  if (const Value* headers = params.Find("headers"); headers != nullptr && headers->is_map()) {
+    for (const auto& [name, value] : headers->AsMap()) {
+      cookies.headers.emplace_back(name, value.ToDisplayString());
+    }
+  }
+  return std::shared_ptr<Authenticator>(std::make_shared<CookieAuthenticator>(std::move(cookies)));
+}
+
+Result<std::shared_ptr<Authenticator>> MakeOAuth2Authenticator(
+    const Value& params, const AuthenticatorOptions& options) {
+  OAuth2Params oauth;
+  if (options.token_refresh_endpoint) {
+    oauth.token_refresh_endpoint = *options.token_refresh_endpoint;
+  } else {
+    BIZON_ASSIGN_OR_RETURN(oauth.token_refresh_endpoint,
+                           RequiredParam(params, "token_refresh_endpoint", "oauth"));
+  }
+  BIZON_ASSIGN_OR_RETURN(oauth.client_id, RequiredParam(params, "client_id", "oauth"));
+  BIZON_ASSIGN_OR_RETURN(oauth.client_secret, RequiredParam(params, "client_secret", "oauth"));
+  oauth.refresh_token = OptionalString(params, "refresh_token");
+  if (const Value* scopes = params.Find("scopes"); scopes != nullptr && scopes->is_list()) {
+    for (const Value& scope : scopes->AsList()) oauth.scopes.push_back(scope.ToDisplayString());
+  }
+  oauth.access_token = OptionalString(params, "access_token");
+  oauth.token_expiry_date = OptionalString(params, "token_expiry_date");
+  oauth.token_expiry_date_format = OptionalString(params, "token_expiry_date_format");
+  oauth.access_token_name = params.GetString("access_token_name", "access_token");
+  oauth.expires_in_name = params.GetString("expires_in_name", "expires_in");
+  if (const Value* body = params.Find("refresh_request_body"); body != nullptr && body->is_map()) {
+    for (const auto& [key, value] : body->AsMap()) {
+      oauth.refresh_request_body.emplace_back(key, value.ToDisplayString());
+    }
+  }
+  oauth.grant_type = params.GetString("grant_type", "refresh_token");
+  oauth.response_field_path = OptionalString(params, "response_field_path");
+  if (const Value* skew = params.Find("expiry_skew_seconds");
+      skew != nullptr && skew->is_integer()) {
+    oauth.expiry_skew_seconds = skew->AsInteger();
+  }
+  return std::shared_ptr<Authenticator>(
+      std::make_shared<OAuth2Authenticator>(std::move(oauth), options.timeouts, options.sleep));
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Authenticator>> MakeAuthenticator(const Value& authentication,
                                                          const AuthenticatorOptions& options) {
   if (authentication.is_null()) return std::shared_ptr<Authenticator>();
   if (!authentication.is_map()) return Fail(AuthError("authentication must be a mapping"));
   std::string type = authentication.GetString("type");
-  if (!options.allowed_types.empty() &&
-      std::find(options.allowed_types.begin(), options.allowed_types.end(), type) ==
-          options.allowed_types.end()) {
-    std::string allowed;
-    for (const std::string& item : options.allowed_types) {
-      allowed += (allowed.empty() ? "" : ", ") + item;
-    }
-    return Fail(AuthError(
-        fmt::format("authentication.type: this source accepts {}, got '{}'", allowed, type)));
-  }
+  BIZON_RETURN_IF_ERROR(CheckAllowedType(type, options.allowed_types));
   static const Value kEmpty = Value::EmptyMap();
   const Value* found = authentication.Find("params");
   const Value& params = found != nullptr && found->is_map() ? *found : kEmpty;
-  auto required = [&](std::string_view key) -> Result<std::string> {
-    std::optional<std::string> value = OptionalString(params, key);
-    if (!value || value->empty()) {
-      return Fail(AuthError(fmt::format(
-          "authentication.params.{} is required for authentication type {}", key, type)));
-    }
-    return *value;
-  };
-
   if (type == "api_key" || type == "bearer") {
-    TokenParams token;
-    std::optional<std::string> value = OptionalString(params, "token");
-    if (!value) value = OptionalString(authentication, "api_key");  // The seed's shorthand.
-    if (!value || value->empty()) {
-      return Fail(AuthError(
-          fmt::format("authentication.params.token is required for authentication type {}", type)));
-    }
-    token.token = *value;
-    token.auth_method = params.GetString("auth_method", "Bearer");
-    token.auth_header = params.GetString("auth_header", "Authorization");
-    return std::shared_ptr<Authenticator>(std::make_shared<TokenAuthenticator>(std::move(token)));
+    return MakeTokenAuthenticator(authentication, params, type);
   }
-  if (type == "basic") {
-    BasicParams basic;
-    BIZON_ASSIGN_OR_RETURN(basic.username, required("username"));
-    basic.password = params.GetString("password", "");
-    basic.auth_method = params.GetString("auth_method", "Basic");
-    basic.auth_header = params.GetString("auth_header", "Authorization");
-    return std::shared_ptr<Authenticator>(std::make_shared<BasicAuthenticator>(std::move(basic)));
-  }
-  if (type == "cookies") {
-    CookieParams cookies;
-    const Value* map = params.Find("cookies");
-    if (map == nullptr || !map->is_map()) {
-      return Fail(
-          AuthError("authentication.params.cookies is required for authentication type "
-                    "cookies"));
-    }
-    for (const auto& [name, value] : map->AsMap()) {
-      cookies.cookies.emplace_back(name, value.ToDisplayString());
-    }
-    if (const Value* headers = params.Find("headers"); headers != nullptr && headers->is_map()) {
-      for (const auto& [name, value] : headers->AsMap()) {
-        cookies.headers.emplace_back(name, value.ToDisplayString());
-      }
-    }
-    return std::shared_ptr<Authenticator>(
-        std::make_shared<CookieAuthenticator>(std::move(cookies)));
-  }
-  if (type == "oauth") {
-    OAuth2Params oauth;
-    if (options.token_refresh_endpoint) {
-      oauth.token_refresh_endpoint = *options.token_refresh_endpoint;
-    } else {
-      BIZON_ASSIGN_OR_RETURN(oauth.token_refresh_endpoint, required("token_refresh_endpoint"));
-    }
-    BIZON_ASSIGN_OR_RETURN(oauth.client_id, required("client_id"));
-    BIZON_ASSIGN_OR_RETURN(oauth.client_secret, required("client_secret"));
-    oauth.refresh_token = OptionalString(params, "refresh_token");
-    if (const Value* scopes = params.Find("scopes"); scopes != nullptr && scopes->is_list()) {
-      for (const Value& scope : scopes->AsList()) oauth.scopes.push_back(scope.ToDisplayString());
-    }
-    oauth.access_token = OptionalString(params, "access_token");
-    oauth.token_expiry_date = OptionalString(params, "token_expiry_date");
-    oauth.token_expiry_date_format = OptionalString(params, "token_expiry_date_format");
-    oauth.access_token_name = params.GetString("access_token_name", "access_token");
-    oauth.expires_in_name = params.GetString("expires_in_name", "expires_in");
-    if (const Value* body = params.Find("refresh_request_body");
-        body != nullptr && body->is_map()) {
-      for (const auto& [key, value] : body->AsMap()) {
-        oauth.refresh_request_body.emplace_back(key, value.ToDisplayString());
-      }
-    }
-    oauth.grant_type = params.GetString("grant_type", "refresh_token");
-    oauth.response_field_path = OptionalString(params, "response_field_path");
-    if (const Value* skew = params.Find("expiry_skew_seconds");
-        skew != nullptr && skew->is_integer()) {
-      oauth.expiry_skew_seconds = skew->AsInteger();
-    }
-    return std::shared_ptr<Authenticator>(
-        std::make_shared<OAuth2Authenticator>(std::move(oauth), options.timeouts, options.sleep));
-  }
+  if (type == "basic") return MakeBasicAuthenticator(params);
+  if (type == "cookies") return MakeCookieAuthenticator(params);
+  if (type == "oauth") return MakeOAuth2Authenticator(params, options);
   return Fail(AuthError(fmt::format(
       "authentication.type: expected one of oauth, api_key, bearer, basic, cookies, got '{}'",
       type)));

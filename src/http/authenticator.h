@@ -124,7 +124,15 @@ class OAuth2Authenticator final : public Authenticator {
   int64_t refresh_at_us() const;
 
  private:
+  /// Fetches a new access token (the caller holds mutex_) and schedules its refresh.
   Status RefreshLocked();
+  /// The form POST to the token endpoint.
+  HttpRequest RefreshRequest() const;
+  /// Sends the refresh, retrying 429, 5xx and transport failures with exponential backoff for up
+  /// to 300 s; any other answer but a 2xx is an error.
+  Result<HttpResponse> PostRefresh(const HttpRequest& request);
+  /// Sets when the token expires and when to refresh it, from the token endpoint's answer.
+  Status ScheduleRefresh(const Value& token_response);
 
   OAuth2Params params_;
   HttpTimeouts timeouts_;

@@ -161,6 +161,15 @@ struct HttpSession::Attempt {
   HttpResponse response;
 };
 
+// What one Send has spent of the retry policy's budgets.
+struct HttpSession::RetryState {
+  int retries_left = 0;
+  std::optional<int> status_retries_left;
+  int failures = 0;  // Consecutive failed attempts: what the backoff grows with.
+  int attempts = 0;
+  bool refreshed_after_401 = false;
+};
+
 namespace {
 
 // Transfer state shared with libcurl's callbacks.
@@ -249,6 +258,81 @@ TransportFailure Classify(CURLcode code, bool connected) {
   }
 }
 
+// The options of every transfer: the URL, redirects, keep-alive, and the callbacks that fill the
+// response through `transfer`. `error_buffer` must outlive the transfer.
+void SetTransferOptions(CURL* curl, const std::string& url, bool reuse_connections,
+                        char* error_buffer, Transfer& transfer) {
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 30L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (!reuse_connections) {
+    curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+  }
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "bizon/" BIZON_VERSION);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+}
+
+// The method (upper case) and, but for GET and HEAD, the body, which libcurl does not copy: it
+// must outlive the transfer.
+void SetMethod(CURL* curl, const std::string& method, const std::string& body) {
+  if (method == "GET") {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  } else if (method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else {
+    if (method == "POST") {
+      curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    } else {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+}
+
+// The request's headers after the session's defaults it does not set itself; the caller frees
+// the list once the transfer is over.
+curl_slist* HeaderList(const HttpHeaders& defaults, const HttpHeaders& headers) {
+  curl_slist* header_list = nullptr;
+  auto add_header = [&](std::string_view name, std::string_view value) {
+    std::string line =
+        value.empty() ? fmt::format("{};", name) : fmt::format("{}: {}", name, value);
+    header_list = curl_slist_append(header_list, line.c_str());
+  };
+  for (const auto& [name, value] : defaults) {
+    bool overridden = std::any_of(headers.begin(), headers.end(), [&](const auto& header) {
+      return EqualsIgnoreCase(header.first, name);
+    });
+    if (!overridden) add_header(name, value);
+  }
+  for (const auto& [name, value] : headers) add_header(name, value);
+  return curl_slist_append(header_list, "Expect:");  // No 100-continue round trip.
+}
+
+// libcurl enforces the connect timeout; Progress the read timeout, which libcurl has not.
+void SetTimeouts(CURL* curl, const HttpTimeouts& timeouts, Transfer& transfer) {
+  if (timeouts.connect_s) {
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::max(1L, static_cast<long>(*timeouts.connect_s * 1000)));
+  }
+  if (timeouts.read_s) {
+    transfer.read_timeout_s = timeouts.read_s;
+    transfer.last_activity = std::chrono::steady_clock::now();
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
+  }
+}
+
 }  // namespace
 
 HttpSession::HttpSession(HttpSessionOptions options) : options_(std::move(options)) {
@@ -288,69 +372,13 @@ HttpSession::Attempt HttpSession::Perform(Handle& handle, const HttpRequest& req
   curl_easy_reset(curl);
   Transfer transfer{.curl = curl, .response = &attempt.response};
   char error_buffer[CURL_ERROR_SIZE] = {0};
-
+  SetTransferOptions(curl, url, options_.reuse_connections, error_buffer, transfer);
   std::string method = Upper(request.method);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 30L);
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  if (!options_.reuse_connections) {
-    curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
-    curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
-  }
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "bizon/" BIZON_VERSION);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-
-  if (method == "GET") {
-    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
-  } else if (method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else {
-    if (method == "POST") {
-      curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    } else {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-    }
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
-  }
-
-  curl_slist* header_list = nullptr;
-  auto add_header = [&](std::string_view name, std::string_view value) {
-    std::string line =
-        value.empty() ? fmt::format("{};", name) : fmt::format("{}: {}", name, value);
-    header_list = curl_slist_append(header_list, line.c_str());
-  };
-  for (const auto& [name, value] : options_.default_headers) {
-    bool overridden =
-        std::any_of(request.headers.begin(), request.headers.end(),
-                    [&](const auto& header) { return EqualsIgnoreCase(header.first, name); });
-    if (!overridden) add_header(name, value);
-  }
-  for (const auto& [name, value] : request.headers) add_header(name, value);
-  header_list = curl_slist_append(header_list, "Expect:");  // No 100-continue round trip.
+  SetMethod(curl, method, request.body);
+  curl_slist* header_list = HeaderList(options_.default_headers, request.headers);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, header_list);
-
   HttpTimeouts timeouts = request.timeouts.value_or(options_.policy.timeouts);
-  if (timeouts.connect_s) {
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     std::max(1L, static_cast<long>(*timeouts.connect_s * 1000)));
-  }
-  if (timeouts.read_s) {
-    transfer.read_timeout_s = timeouts.read_s;
-    transfer.last_activity = std::chrono::steady_clock::now();
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
-  }
+  SetTimeouts(curl, timeouts, transfer);
 
   CURLcode code = curl_easy_perform(curl);
   curl_slist_free_all(header_list);
@@ -383,117 +411,127 @@ HttpSession::Attempt HttpSession::Perform(Handle& handle, const HttpRequest& req
 }
 
 Result<HttpResponse> HttpSession::Send(const HttpRequest& request) {
+  // One handle for every attempt, back to the pool however the request ends.
+  std::unique_ptr<Handle> handle = Borrow();
+  Result<HttpResponse> response = SendWith(*handle, request);
+  Return(std::move(handle));
+  return response;
+}
+
+Result<HttpResponse> HttpSession::SendWith(Handle& handle, const HttpRequest& request) {
   const RetryPolicy& retry = options_.policy.retries;
   std::string method = Upper(request.method);
   std::string url = AppendQuery(request.url, request.query);
   bool raise_for_status = request.raise_for_status.value_or(options_.policy.raise_for_status);
-
-  int retries_left = retry.total;
-  std::optional<int> status_retries_left = retry.status_budget;
-  int failures = 0;  // Consecutive failed attempts: what the backoff grows with.
-  int attempts = 0;
-  bool refreshed_after_401 = false;
-
-  std::unique_ptr<Handle> handle = Borrow();
+  RetryState state{.retries_left = retry.total, .status_retries_left = retry.status_budget};
   while (true) {
     WaitOutPauses();
-    HttpRequest sent = request;
-    if (request.authenticate && options_.authenticator) {
-      Status applied = options_.authenticator->Apply(sent);
-      if (!applied.ok()) {
-        Return(std::move(handle));
-        return Fail(applied.WithFailureClass(FailureClass::kSource));
-      }
-    }
-    ++attempts;
-    auto started = std::chrono::steady_clock::now();
-    // An authenticator may add query parameters (an API key): they go out, and stay out of the
-    // URL that messages quote.
-    Attempt attempt = Perform(
-        *handle, sent,
-        sent.query.size() == request.query.size() ? url : AppendQuery(sent.url, sent.query));
-    attempt.response.attempts = attempts;
-    spdlog::debug("HTTP {} {}: {} in {} ms", method, url,
-                  attempt.failure == TransportFailure::kNone
-                      ? std::to_string(attempt.response.status)
-                      : attempt.error,
-                  std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - started)
-                      .count());
-
+    BIZON_ASSIGN_OR_RETURN(Attempt attempt, SendOnce(handle, request, method, url, state));
     if (attempt.failure != TransportFailure::kNone) {
-      bool retryable =
-          attempt.failure == TransportFailure::kConnect ||
-          (attempt.failure == TransportFailure::kRead && retry.IsMethodRetryable(method));
-      if (!retryable || retries_left <= 0) {
-        Return(std::move(handle));
-        std::string after = attempts > 1 ? fmt::format(" after {} attempts", attempts) : "";
-        return Fail(Status(
-            StatusCode::kUnavailable,
-            fmt::format("HTTP request failed{}: {} {}: {}", after, method, url, attempt.error),
-            FailureClass::kSource));
-      }
-      --retries_left;
-      ++failures;
-      double wait = retry.BackoffSeconds(failures);
-      spdlog::warn("Retrying HTTP request in {:.1f} s (retry {} of {}): {} {}: {}", wait,
-                   retry.total - retries_left, retry.total, method, url, attempt.error);
-      options_.sleep(wait);
+      BIZON_RETURN_IF_ERROR(BackOffAfterFailure(attempt, method, url, state));
       continue;
     }
 
     HttpResponse& response = attempt.response;
     if (response.status == 401 && request.authenticate && options_.authenticator &&
-        !refreshed_after_401) {
-      refreshed_after_401 = true;
+        !state.refreshed_after_401) {
+      state.refreshed_after_401 = true;
       auto refreshed = options_.authenticator->RefreshAfterUnauthorized();
-      if (!refreshed) {
-        Return(std::move(handle));
-        return Fail(refreshed.error().WithFailureClass(FailureClass::kSource));
-      }
+      if (!refreshed) return Fail(refreshed.error().WithFailureClass(FailureClass::kSource));
       if (*refreshed) {
         spdlog::info("Credentials refreshed after a 401; sending {} {} again", method, url);
         continue;
       }
     }
+    if (BackOffAfterStatus(response, method, url, state)) continue;
 
-    std::optional<std::string_view> retry_after_header = response.Header("retry-after");
-    if (retry.IsRetryableStatus(method, response.status, retry_after_header.has_value()) &&
-        retries_left > 0 && (!status_retries_left || *status_retries_left > 0)) {
-      --retries_left;
-      if (status_retries_left) --*status_retries_left;
-      ++failures;
-      double wait = retry.BackoffSeconds(failures);
-      std::string reason = "backoff";
-      bool server_asked = false;
-      if (retry_after_header) {
-        std::optional<double> asked = ParseRetryAfter(*retry_after_header, NowMicros());
-        // As urllib3: a Retry-After of 0 (or an unreadable one) falls back to the backoff.
-        if (asked && *asked > 0) {
-          wait = retry.RetryAfterSeconds(*asked);
-          server_asked = true;
-          reason = *asked > wait ? fmt::format("Retry-After {} s, capped", *asked)
-                                 : fmt::format("Retry-After {} s", *asked);
-        }
-      }
-      spdlog::warn("Retrying HTTP request in {:.1f} s ({}; retry {} of {}): {} {} returned {}",
-                   wait, reason, retry.total - retries_left, retry.total, method, url,
-                   DescribeStatus(response.status));
-      // The server's wait holds back the session's other requests too.
-      if (server_asked) {
-        Pause(wait);
-      } else {
-        options_.sleep(wait);
-      }
-      continue;
-    }
-
-    Return(std::move(handle));
     if (raise_for_status && !response.ok()) {
       return Fail(HttpStatusError(method, url, response));
     }
     return std::move(response);
   }
+}
+
+Result<HttpSession::Attempt> HttpSession::SendOnce(Handle& handle, const HttpRequest& request,
+                                                   const std::string& method,
+                                                   const std::string& url, RetryState& state) {
+  HttpRequest sent = request;
+  if (request.authenticate && options_.authenticator) {
+    Status applied = options_.authenticator->Apply(sent);
+    if (!applied.ok()) return Fail(applied.WithFailureClass(FailureClass::kSource));
+  }
+  ++state.attempts;
+  auto started = std::chrono::steady_clock::now();
+  // An authenticator may add query parameters (an API key): they go out, and stay out of the
+  // URL that messages quote.
+  Attempt attempt =
+      Perform(handle, sent,
+              sent.query.size() == request.query.size() ? url : AppendQuery(sent.url, sent.query));
+  attempt.response.attempts = state.attempts;
+  spdlog::debug("HTTP {} {}: {} in {} ms", method, url,
+                attempt.failure == TransportFailure::kNone ? std::to_string(attempt.response.status)
+                                                           : attempt.error,
+                std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - started)
+                    .count());
+  return attempt;
+}
+
+Status HttpSession::BackOffAfterFailure(const Attempt& attempt, const std::string& method,
+                                        const std::string& url, RetryState& state) {
+  const RetryPolicy& retry = options_.policy.retries;
+  bool retryable = attempt.failure == TransportFailure::kConnect ||
+                   (attempt.failure == TransportFailure::kRead && retry.IsMethodRetryable(method));
+  if (!retryable || state.retries_left <= 0) {
+    std::string after = state.attempts > 1 ? fmt::format(" after {} attempts", state.attempts) : "";
+    return Status(
+        StatusCode::kUnavailable,
+        fmt::format("HTTP request failed{}: {} {}: {}", after, method, url, attempt.error),
+        FailureClass::kSource);
+  }
+  --state.retries_left;
+  ++state.failures;
+  double wait = retry.BackoffSeconds(state.failures);
+  spdlog::warn("Retrying HTTP request in {:.1f} s (retry {} of {}): {} {}: {}", wait,
+               retry.total - state.retries_left, retry.total, method, url, attempt.error);
+  options_.sleep(wait);
+  return Status::Ok();
+}
+
+bool HttpSession::BackOffAfterStatus(const HttpResponse& response, const std::string& method,
+                                     const std::string& url, RetryState& state) {
+  const RetryPolicy& retry = options_.policy.retries;
+  std::optional<std::string_view> retry_after_header = response.Header("retry-after");
+  if (!retry.IsRetryableStatus(method, response.status, retry_after_header.has_value()) ||
+      state.retries_left <= 0 || (state.status_retries_left && *state.status_retries_left <= 0)) {
+    return false;
+  }
+  --state.retries_left;
+  if (state.status_retries_left) --*state.status_retries_left;
+  ++state.failures;
+  double wait = retry.BackoffSeconds(state.failures);
+  std::string reason = "backoff";
+  bool server_asked = false;
+  if (retry_after_header) {
+    std::optional<double> asked = ParseRetryAfter(*retry_after_header, NowMicros());
+    // As urllib3: a Retry-After of 0 (or an unreadable one) falls back to the backoff.
+    if (asked && *asked > 0) {
+      wait = retry.RetryAfterSeconds(*asked);
+      server_asked = true;
+      reason = *asked > wait ? fmt::format("Retry-After {} s, capped", *asked)
+                             : fmt::format("Retry-After {} s", *asked);
+    }
+  }
+  spdlog::warn("Retrying HTTP request in {:.1f} s ({}; retry {} of {}): {} {} returned {}", wait,
+               reason, retry.total - state.retries_left, retry.total, method, url,
+               DescribeStatus(response.status));
+  // The server's wait holds back the session's other requests too.
+  if (server_asked) {
+    Pause(wait);
+  } else {
+    options_.sleep(wait);
+  }
+  return true;
 }
 
 void HttpSession::WaitOutPauses() {

@@ -108,9 +108,23 @@ class HttpSession {
  private:
   struct Handle;
   struct Attempt;
+  struct RetryState;
 
   std::unique_ptr<Handle> Borrow();
   void Return(std::unique_ptr<Handle> handle);
+  /// Send's attempts, on one handle, until the policy stops retrying.
+  Result<HttpResponse> SendWith(Handle& handle, const HttpRequest& request);
+  /// One attempt: the authenticator's credentials, the transfer, and a debug line about it.
+  Result<Attempt> SendOnce(Handle& handle, const HttpRequest& request, const std::string& method,
+                           const std::string& url, RetryState& state);
+  /// After a failed transfer: OK once the backoff is waited out when the policy retries it, else
+  /// the error that ends the request.
+  Status BackOffAfterFailure(const Attempt& attempt, const std::string& method,
+                             const std::string& url, RetryState& state);
+  /// After a response: true once the wait (its Retry-After, else the backoff) is over when the
+  /// policy retries its status and the budgets allow another attempt.
+  bool BackOffAfterStatus(const HttpResponse& response, const std::string& method,
+                          const std::string& url, RetryState& state);
   Attempt Perform(Handle& handle, const HttpRequest& request, const std::string& url);
   /// Waits until every Retry-After wait under way in another call has ended.
   void WaitOutPauses();

@@ -1291,32 +1291,7 @@ Status PostgresDestination::Publish(TableState& table) {
     std::string staging = Qualified(table.staging);
     int64_t rows = 0;
     if (table.mode == SyncMode::kFullRefresh) {
-      BIZON_ASSIGN_OR_RETURN(
-          PgResult written,
-          connection_->Query(fmt::format("SELECT COALESCE(SUM(rows), 0)::bigint FROM {}"
-                                         " WHERE job_id = $1 AND table_name = $2"
-                                         " AND kind = 'write'",
-                                         Qualified(kLoadLog)),
-                             "count the staged rows", sync_.job_id, table.name));
-      rows = written.Int64(0, 0);
-      if (table.merges()) {
-        BIZON_ASSIGN_OR_RETURN(rows, DeduplicateStaging(table));
-        BIZON_RETURN_IF_ERROR(
-            connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}, DROP COLUMN {}", staging,
-                                         kSequenceColumn, kDeletedColumn),
-                             "drop the merge columns"));
-      }
-      // The swap: one transaction, so a reader sees the old table or the new one, never a mix.
-      BIZON_RETURN_IF_ERROR(
-          connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}", staging, kLoadIdColumn),
-                           "drop the load column"));
-      BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("DROP TABLE IF EXISTS {}", main),
-                                             "drop the replaced table"));
-      BIZON_RETURN_IF_ERROR(connection_->Run(fmt::format("ALTER TABLE {} RENAME TO {}", staging,
-                                                         connection_->QuoteIdentifier(table.name)),
-                                             "swap the staging table in"));
-      // The next merge into the swapped-in table finds its key index.
-      if (table.merges()) BIZON_RETURN_IF_ERROR(EnsureMergeTarget(table, *columns));
+      BIZON_ASSIGN_OR_RETURN(rows, SwapInStaging(table, *columns));
     } else if (table.merges()) {
       BIZON_RETURN_IF_ERROR(EnsureMergeTarget(table, *columns));
       BIZON_ASSIGN_OR_RETURN(rows, ApplyMerge(table, std::nullopt));
@@ -1347,6 +1322,39 @@ Status PostgresDestination::Publish(TableState& table) {
   BIZON_RETURN_IF_ERROR(transaction.Commit());
   table.published = true;
   return Status::Ok();
+}
+
+Result<int64_t> PostgresDestination::SwapInStaging(const TableState& table,
+                                                   const std::vector<Column>& columns) {
+  std::string main = Qualified(table.name);
+  std::string staging = Qualified(table.staging);
+  BIZON_ASSIGN_OR_RETURN(
+      PgResult written,
+      connection_->Query(fmt::format("SELECT COALESCE(SUM(rows), 0)::bigint FROM {}"
+                                     " WHERE job_id = $1 AND table_name = $2"
+                                     " AND kind = 'write'",
+                                     Qualified(kLoadLog)),
+                         "count the staged rows", sync_.job_id, table.name));
+  int64_t rows = written.Int64(0, 0);
+  if (table.merges()) {
+    BIZON_ASSIGN_OR_RETURN(rows, DeduplicateStaging(table));
+    BIZON_RETURN_IF_ERROR(
+        connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}, DROP COLUMN {}", staging,
+                                     kSequenceColumn, kDeletedColumn),
+                         "drop the merge columns"));
+  }
+  // The swap: one transaction, so a reader sees the old table or the new one, never a mix.
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("ALTER TABLE {} DROP COLUMN {}", staging, kLoadIdColumn),
+                       "drop the load column"));
+  BIZON_RETURN_IF_ERROR(
+      connection_->Run(fmt::format("DROP TABLE IF EXISTS {}", main), "drop the replaced table"));
+  BIZON_RETURN_IF_ERROR(connection_->Run(
+      fmt::format("ALTER TABLE {} RENAME TO {}", staging, connection_->QuoteIdentifier(table.name)),
+      "swap the staging table in"));
+  // The next merge into the swapped-in table finds its key index.
+  if (table.merges()) BIZON_RETURN_IF_ERROR(EnsureMergeTarget(table, columns));
+  return rows;
 }
 
 Status PostgresDestination::OnCursorRecorded(const Value& state) {

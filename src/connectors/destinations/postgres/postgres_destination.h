@@ -170,6 +170,9 @@ class PostgresDestination final : public Destination {
   template <typename... Args>
   Status ForgetRejected(const TableState& table, std::string_view condition, const Args&... args);
   Status Publish(TableState& table);
+  /// A full refresh's publish, in the caller's transaction: the staging table replaces the
+  /// table. Returns the rows it holds.
+  Result<int64_t> SwapInStaging(const TableState& table, const std::vector<Column>& columns);
 
   // Merge (postgres_merge.cc).
   /// Creates the merge target (and the index on its key) when missing.

@@ -561,29 +561,37 @@ Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& r
     }
     parts.value_json = json->json();
   }
-  if (!decoded.ok()) {
-    std::string header_names;
-    ForEachHeader(message, [&](const char* name, const void*, size_t) {
-      header_names += fmt::format("{}{}", header_names.empty() ? "" : ", ", name);
-    });
-    spdlog::error(
-        "Error while decoding message value on topic {} partition {} offset {} ({} bytes, "
-        "headers [{}]): {}",
-        topic, message.partition, message.offset, message.len, header_names, decoded.message());
-    if (options_.skip_message_on_decode_error) return Status::Ok();
-    return decoded.WithContext(
-        fmt::format("cannot decode the value of topic {} partition {} "
-                    "offset {}",
-                    topic, message.partition, message.offset));
-  }
+  if (!decoded.ok()) return DecodeFailure(message, topic, decoded);
+  AppendRecord(message, parts, records);
+  return Status::Ok();
+}
 
+Status KafkaSource::DecodeFailure(const rd_kafka_message_t& message, std::string_view topic,
+                                  const Status& decoded) const {
+  std::string header_names;
+  ForEachHeader(message, [&](const char* name, const void*, size_t) {
+    header_names += fmt::format("{}{}", header_names.empty() ? "" : ", ", name);
+  });
+  spdlog::error(
+      "Error while decoding message value on topic {} partition {} offset {} ({} bytes, "
+      "headers [{}]): {}",
+      topic, message.partition, message.offset, message.len, header_names, decoded.message());
+  if (options_.skip_message_on_decode_error) return Status::Ok();
+  return decoded.WithContext(
+      fmt::format("cannot decode the value of topic {} partition {} "
+                  "offset {}",
+                  topic, message.partition, message.offset));
+}
+
+void KafkaSource::AppendRecord(const rd_kafka_message_t& message, RecordParts& parts,
+                               RecordBatch& records) {
   ForEachHeader(message, [&](const char* name, const void* header_value, size_t size) {
     parts.headers.emplace_back(name, header_value == nullptr
                                          ? std::nullopt
                                          : std::optional<std::string_view>(std::string_view(
                                                static_cast<const char*>(header_value), size)));
   });
-  auto route = topic_map_.find(topic);
+  auto route = topic_map_.find(parts.topic);
   id_buffer_.assign("partition_");
   AppendInteger(id_buffer_, message.partition);
   id_buffer_ += "_offset_";
@@ -592,7 +600,6 @@ Status KafkaSource::AddMessage(const rd_kafka_message_t& message, RecordBatch& r
   records.CommitPayload(
       id_buffer_, parts.timestamp_ms * 1000,
       route != topic_map_.end() ? std::string_view(route->second) : std::string_view());
-  return Status::Ok();
 }
 
 // --- stream mode -------------------------------------------------------------------------------
@@ -671,7 +678,7 @@ void KafkaSource::Rebalance(int error, rd_kafka_topic_partition_list_t* partitio
   }
 }
 
-Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
+Status KafkaSource::StartStream(const Value& pagination) {
   if (!started_) {
     started_ = true;
     // Resume: the pagination is the cursor of the last durable write.
@@ -688,8 +695,8 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
     rd_kafka_resp_err_t error = rd_kafka_subscribe(consumer_, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return Fail(UnavailableError(
-          fmt::format("cannot subscribe to the Kafka topics: {}", rd_kafka_err2str(error))));
+      return UnavailableError(
+          fmt::format("cannot subscribe to the Kafka topics: {}", rd_kafka_err2str(error)));
     }
     subscribed_ = true;
   }
@@ -697,7 +704,11 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
     Value again = *std::exchange(unsent_commit_, std::nullopt);
     BIZON_RETURN_IF_ERROR(Commit(again));
   }
+  return Status::Ok();
+}
 
+Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
+  BIZON_RETURN_IF_ERROR(StartStream(pagination));
   SourceIteration iteration;
   iteration.records.Reserve(last_batch_records_, last_batch_bytes_ + last_batch_bytes_ / 8);
   auto deadline = Clock::now() + std::chrono::seconds(options_.consumer_timeout_s);
@@ -743,7 +754,11 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
       }
     }
   }
+  iteration.next_pagination = StreamPagination();
+  return iteration;
+}
 
+Value KafkaSource::StreamPagination() const {
   // Every configured topic is a key, so the pagination is never empty: a stream does not end.
   Value::Map by_topic;
   for (const TopicRoute& topic : options_.topics)
@@ -759,8 +774,7 @@ Result<SourceIteration> KafkaSource::GetStream(const Value& pagination) {
     }
     partitions->Set(std::to_string(key.second), Value(next));
   }
-  iteration.next_pagination = Value(std::move(by_topic));
-  return iteration;
+  return Value(std::move(by_topic));
 }
 
 void KafkaSource::DropRevoked(RecordBatch& records,
@@ -926,12 +940,6 @@ Status KafkaSource::StartBounded(const Value& pagination) {
 Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
   if (!started_) BIZON_RETURN_IF_ERROR(StartBounded(pagination));
   const std::string& topic = options_.topics.front().name;
-  auto all_done = [&] {
-    for (const auto& [partition, state] : bounded_) {
-      if (!state.done()) return false;
-    }
-    return true;
-  };
   auto finish = [&](int32_t partition) {
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(list, topic.c_str(), partition);
@@ -946,7 +954,7 @@ Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
   bool progressed = false;
   std::vector<MessagePtr> messages;
   bool timed_out = false;
-  while (consumed < options_.batch_size && !all_done() && !timed_out) {
+  while (consumed < options_.batch_size && !BoundedDone() && !timed_out) {
     NextMessages(consumer_, deadline, static_cast<size_t>(options_.batch_size - consumed),
                  messages);
     timed_out = messages.empty();
@@ -979,22 +987,36 @@ Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
     }
   }
   BIZON_RETURN_IF_ERROR(CheckFatalError());
-  if (all_done()) {
+  if (BoundedDone()) {
     iteration.next_pagination = Value::EmptyMap();
     return iteration;
   }
-  if (!progressed) {
-    std::string pending;
-    for (const auto& [partition, state] : bounded_) {
-      if (!state.done()) {
-        pending += fmt::format("{}{} at {} of {}", pending.empty() ? "" : ", ", partition,
-                               state.to_fetch, state.last);
-      }
-    }
-    return Fail(UnavailableError(fmt::format(
-        "no message from topic {} within consumer_timeout ({} s); partitions still to read: {}",
-        topic, options_.consumer_timeout_s, pending)));
+  if (!progressed) return Fail(BoundedStalled());
+  iteration.next_pagination = BoundedPagination();
+  return iteration;
+}
+
+bool KafkaSource::BoundedDone() const {
+  for (const auto& [partition, state] : bounded_) {
+    if (!state.done()) return false;
   }
+  return true;
+}
+
+Status KafkaSource::BoundedStalled() const {
+  std::string pending;
+  for (const auto& [partition, state] : bounded_) {
+    if (!state.done()) {
+      pending += fmt::format("{}{} at {} of {}", pending.empty() ? "" : ", ", partition,
+                             state.to_fetch, state.last);
+    }
+  }
+  return UnavailableError(fmt::format(
+      "no message from topic {} within consumer_timeout ({} s); partitions still to read: {}",
+      options_.topics.front().name, options_.consumer_timeout_s, pending));
+}
+
+Value KafkaSource::BoundedPagination() const {
   Value::Map partitions;
   for (const auto& [partition, state] : bounded_) {
     partitions.emplace_back(std::to_string(partition),
@@ -1002,9 +1024,8 @@ Result<SourceIteration> KafkaSource::GetBounded(const Value& pagination) {
                                              {"last", Value(state.last)},
                                              {"to_fetch", Value(state.to_fetch)}}));
   }
-  iteration.next_pagination =
-      Value(Value::Map{{"name", Value(topic)}, {"partitions", Value(std::move(partitions))}});
-  return iteration;
+  return Value(Value::Map{{"name", Value(options_.topics.front().name)},
+                          {"partitions", Value(std::move(partitions))}});
 }
 
 }  // namespace kafka

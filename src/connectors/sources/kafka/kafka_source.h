@@ -44,6 +44,8 @@ struct rd_kafka_topic_partition_list_s;
 
 namespace bizon::kafka {
 
+struct RecordParts;
+
 struct TopicRoute {
   std::string name;
   std::string destination_id;
@@ -144,13 +146,30 @@ class KafkaSource final : public Source {
   Result<std::map<std::string, int>> FetchPartitionCounts();
 
   Result<SourceIteration> GetStream(const Value& pagination);
+  /// Before each stream Get: on the first, the resume positions of `pagination` and the
+  /// subscription; then the commit an earlier call could not send.
+  Status StartStream(const Value& pagination);
+  /// The next offset of every partition read so far, by topic.
+  Value StreamPagination() const;
   /// Removes from `records` those of the partitions revoked since the last call
   /// (`record_partitions[i]` is record i's partition, kept in step).
   void DropRevoked(RecordBatch& records, std::vector<TopicPartition>& record_partitions);
   Result<SourceIteration> GetBounded(const Value& pagination);
   Status StartBounded(const Value& pagination);
+  /// True once every partition reached the high watermark it had at the start.
+  bool BoundedDone() const;
+  /// The error of a bounded Get that read nothing within consumer_timeout.
+  Status BoundedStalled() const;
+  /// Where each partition of the bounded read stands.
+  Value BoundedPagination() const;
   /// Turns one message into a record (or skips it, per the skip flags).
   Status AddMessage(const rd_kafka_message_s& message, RecordBatch& records);
+  /// A value that did not decode: logged, then skipped (OK) under skip_message_on_decode_error,
+  /// else the error that ends the run.
+  Status DecodeFailure(const rd_kafka_message_s& message, std::string_view topic,
+                       const Status& decoded) const;
+  /// Appends the message's record, made of `parts` and the message's headers, to `records`.
+  void AppendRecord(const rd_kafka_message_s& message, RecordParts& parts, RecordBatch& records);
   /// A message carrying an error: fails unless it is transient (reported, then retried by
   /// librdkafka itself).
   Status HandleMessageError(const rd_kafka_message_s& message);

@@ -68,33 +68,40 @@ Value DefaultConsumerConfig() {
   });
 }
 
+/// The topics to read, each with the destination id its records are routed to.
+FieldSpec TopicsField() {
+  return FieldSpec{
+      .name = "topics",
+      .type = FieldType::kList,
+      .description =
+          "Topics to read and the destination id of each; may be "
+          "left out when a streams block names the topics.",
+      .default_value = Value::EmptyList(),
+      .items = {FieldSpec{.name = "topic",
+                          .type = FieldType::kObject,
+                          .description = "One topic and where its records go.",
+                          .fields =
+                              {
+                                  {.name = "name",
+                                   .type = FieldType::kString,
+                                   .description = "Topic name.",
+                                   .required = true,
+                                   .nullable = false},
+                                  {.name = "destination_id",
+                                   .type = FieldType::kString,
+                                   .description = "Destination table or file the topic's "
+                                                  "records are routed to.",
+                                   .required = true,
+                                   .nullable = false},
+                              },
+                          .unknown_keys = UnknownKeys::kWarn}}};
+}
+
 }  // namespace
 
 std::vector<FieldSpec> KafkaSourceFields() {
   return {
-      {.name = "topics",
-       .type = FieldType::kList,
-       .description = "Topics to read and the destination id of each; may be "
-                      "left out when a streams block names the topics.",
-       .default_value = Value::EmptyList(),
-       .items = {FieldSpec{.name = "topic",
-                           .type = FieldType::kObject,
-                           .description = "One topic and where its records go.",
-                           .fields =
-                               {
-                                   {.name = "name",
-                                    .type = FieldType::kString,
-                                    .description = "Topic name.",
-                                    .required = true,
-                                    .nullable = false},
-                                   {.name = "destination_id",
-                                    .type = FieldType::kString,
-                                    .description = "Destination table or file the topic's "
-                                                   "records are routed to.",
-                                    .required = true,
-                                    .nullable = false},
-                               },
-                           .unknown_keys = UnknownKeys::kWarn}}},
+      TopicsField(),
       {.name = "bootstrap_servers",
        .type = FieldType::kString,
        .description = "Comma-separated host:port list of the brokers.",

@@ -440,60 +440,77 @@ class NotionSource final : public Source {
 
   // --- pages: data sources of the configured databases, then the configured pages ----------
 
-  Result<SourceIteration> Pages(const Value& pagination) {
+  // Where the pages stream stands: the data sources still to read, the one being read and the
+  // cursor of its next page, then the configured pages still to read.
+  struct PagesPosition {
     Value::List remaining_sources;
     Value current;
     std::string cursor;
     Value::List remaining_pages;
-    if (pagination.GetBool("data_sources_loaded")) {
-      if (const Value* list = pagination.Find("remaining_data_sources"); list && list->is_list()) {
-        remaining_sources = list->AsList();
-      }
-      if (const Value* value = pagination.Find("current_data_source")) current = *value;
-      cursor = pagination.GetString("data_source_cursor");
-      if (const Value* list = pagination.Find("remaining_page_ids"); list && list->is_list()) {
-        remaining_pages = list->AsList();
-      }
-    } else {
-      for (const std::string& database_id : database_ids_) {
-        auto database = GetDatabase(database_id);
-        if (!database) {
-          spdlog::error("Failed to fetch database {}: {}", database_id, database.error().message());
-          continue;
-        }
-        for (const ListedObject& source : database->data_sources) {
-          remaining_sources.push_back(
-              Value(Value::Map{{"ds_id", Value(source.id)}, {"db_id", Value(database_id)}}));
-        }
-      }
-      remaining_pages.assign(page_ids_.begin(), page_ids_.end());
-    }
 
-    SourceIteration iteration;
-    int64_t now = NowMicros();
-    auto state = [&](const Value& current_source, const std::string& next_cursor) {
+    // The pagination that goes on at `current_source` (null: the next one) from `next_cursor`.
+    Value Pagination(const Value& current_source, const std::string& next_cursor) const {
       return Value(
           Value::Map{{"remaining_data_sources", Value(remaining_sources)},
                      {"current_data_source", current_source},
                      {"data_source_cursor", next_cursor.empty() ? Value() : Value(next_cursor)},
                      {"remaining_page_ids", Value(remaining_pages)},
                      {"data_sources_loaded", true}});
-    };
+    }
+  };
+
+  // The position the pagination holds, or on the first call every data source of the
+  // configured databases and every configured page.
+  PagesPosition StartOfPages(const Value& pagination) {
+    PagesPosition position;
+    if (pagination.GetBool("data_sources_loaded")) {
+      if (const Value* list = pagination.Find("remaining_data_sources"); list && list->is_list()) {
+        position.remaining_sources = list->AsList();
+      }
+      if (const Value* value = pagination.Find("current_data_source")) position.current = *value;
+      position.cursor = pagination.GetString("data_source_cursor");
+      if (const Value* list = pagination.Find("remaining_page_ids"); list && list->is_list()) {
+        position.remaining_pages = list->AsList();
+      }
+      return position;
+    }
+    for (const std::string& database_id : database_ids_) {
+      auto database = GetDatabase(database_id);
+      if (!database) {
+        spdlog::error("Failed to fetch database {}: {}", database_id, database.error().message());
+        continue;
+      }
+      for (const ListedObject& source : database->data_sources) {
+        position.remaining_sources.push_back(
+            Value(Value::Map{{"ds_id", Value(source.id)}, {"db_id", Value(database_id)}}));
+      }
+    }
+    position.remaining_pages.assign(page_ids_.begin(), page_ids_.end());
+    return position;
+  }
+
+  Result<SourceIteration> Pages(const Value& pagination) {
+    PagesPosition position = StartOfPages(pagination);
+    Value::List& remaining_sources = position.remaining_sources;
+    const Value& current = position.current;
+    Value::List& remaining_pages = position.remaining_pages;
+    SourceIteration iteration;
+    int64_t now = NowMicros();
     auto emit = [&](const ListPage& page) {
       for (const ListedObject& item : page.results) iteration.records.Add(item.id, item.json, now);
     };
 
     // The rest of the data source being read.
-    if (current.is_map() && !cursor.empty()) {
+    if (current.is_map() && !position.cursor.empty()) {
       std::string db_id = current.GetString("db_id");
-      auto page = Query(current.GetString("ds_id"), cursor, FilterFor(db_id));
+      auto page = Query(current.GetString("ds_id"), position.cursor, FilterFor(db_id));
       if (!page) {
         spdlog::error("Failed to query data source {}: {}", current.GetString("ds_id"),
                       page.error().message());
       } else {
         emit(*page);
         if (page->has_more) {
-          iteration.next_pagination = state(current, page->next_cursor);
+          iteration.next_pagination = position.Pagination(current, page->next_cursor);
           return iteration;
         }
       }
@@ -506,16 +523,16 @@ class NotionSource final : public Source {
       if (!page) {
         spdlog::error("Failed to query data source {}: {}", source.GetString("ds_id"),
                       page.error().message());
-        iteration.next_pagination = state(Value(), "");
+        iteration.next_pagination = position.Pagination(Value(), "");
         return iteration;
       }
       emit(*page);
       if (page->has_more) {
-        iteration.next_pagination = state(source, page->next_cursor);
+        iteration.next_pagination = position.Pagination(source, page->next_cursor);
         return iteration;
       }
       if (!remaining_sources.empty()) {
-        iteration.next_pagination = state(Value(), "");
+        iteration.next_pagination = position.Pagination(Value(), "");
         return iteration;
       }
     }
@@ -530,7 +547,7 @@ class NotionSource final : public Source {
         iteration.records.Add(page_id, page->text(), now);
       }
       if (!remaining_pages.empty()) {
-        iteration.next_pagination = state(Value(), "");
+        iteration.next_pagination = position.Pagination(Value(), "");
         return iteration;
       }
     }
@@ -880,6 +897,63 @@ class NotionSource final : public Source {
   std::string last_;  // last_run as the original renders it, during GetRecordsAfter.
 };
 
+// The notion source's own keys under `source:`.
+std::vector<FieldSpec> NotionFields() {
+  return {
+      {.name = "database_ids",
+       .type = FieldType::kList,
+       .description = "Databases to read, for the database, data source, page "
+                      "and block streams.",
+       .default_value = Value::EmptyList(),
+       .items = {FieldSpec{.name = "database_id", .type = FieldType::kString}}},
+      {.name = "page_ids",
+       .type = FieldType::kList,
+       .description = "Single pages to read, for the page and block streams.",
+       .default_value = Value::EmptyList(),
+       .items = {FieldSpec{.name = "page_id", .type = FieldType::kString}}},
+      {.name = "fetch_blocks_recursively",
+       .type = FieldType::kBoolean,
+       .description = "Descend into child blocks and inline databases.",
+       .nullable = false,
+       .default_value = true},
+      {.name = "max_recursion_depth",
+       .type = FieldType::kInteger,
+       .description = "Deepest block level read below a page.",
+       .nullable = false,
+       .default_value = 5,
+       .minimum = 1,
+       .maximum = 100},
+      {.name = "page_size",
+       .type = FieldType::kInteger,
+       .description = "Results asked for in each list, query or search call.",
+       .nullable = false,
+       .default_value = 100,
+       .minimum = 1,
+       .maximum = 100},
+      {.name = "max_workers",
+       .type = FieldType::kInteger,
+       .description = "Parallel requests, and items handled per iteration by "
+                      "the block streams.",
+       .nullable = false,
+       .default_value = 3,
+       .minimum = 1,
+       .maximum = 10},
+      {.name = "database_filters",
+       .type = FieldType::kMap,
+       .description = "Notion filter object per database id, sent as is with "
+                      "each query of that database.",
+       .default_value = Value::EmptyMap()},
+      {.name = "base_url",
+       .type = FieldType::kString,
+       .description = "Root of the API; change it only to point at a test "
+                      "server.",
+       .nullable = false,
+       .default_value = Value(kDefaultBaseUrl)},
+      // Every endpoint needs the integration token.
+      AuthenticationField({"api_key", "bearer"}, /*required=*/true),
+  };
+}
+
 }  // namespace
 
 Status RegisterNotionSource(ConnectorRegistry& registry) {
@@ -908,60 +982,7 @@ Status RegisterNotionSource(ConnectorRegistry& registry) {
           },
       .config =
           {
-              .fields =
-                  {
-                      {.name = "database_ids",
-                       .type = FieldType::kList,
-                       .description = "Databases to read, for the database, data source, page "
-                                      "and block streams.",
-                       .default_value = Value::EmptyList(),
-                       .items = {FieldSpec{.name = "database_id", .type = FieldType::kString}}},
-                      {.name = "page_ids",
-                       .type = FieldType::kList,
-                       .description = "Single pages to read, for the page and block streams.",
-                       .default_value = Value::EmptyList(),
-                       .items = {FieldSpec{.name = "page_id", .type = FieldType::kString}}},
-                      {.name = "fetch_blocks_recursively",
-                       .type = FieldType::kBoolean,
-                       .description = "Descend into child blocks and inline databases.",
-                       .nullable = false,
-                       .default_value = true},
-                      {.name = "max_recursion_depth",
-                       .type = FieldType::kInteger,
-                       .description = "Deepest block level read below a page.",
-                       .nullable = false,
-                       .default_value = 5,
-                       .minimum = 1,
-                       .maximum = 100},
-                      {.name = "page_size",
-                       .type = FieldType::kInteger,
-                       .description = "Results asked for in each list, query or search call.",
-                       .nullable = false,
-                       .default_value = 100,
-                       .minimum = 1,
-                       .maximum = 100},
-                      {.name = "max_workers",
-                       .type = FieldType::kInteger,
-                       .description = "Parallel requests, and items handled per iteration by "
-                                      "the block streams.",
-                       .nullable = false,
-                       .default_value = 3,
-                       .minimum = 1,
-                       .maximum = 10},
-                      {.name = "database_filters",
-                       .type = FieldType::kMap,
-                       .description = "Notion filter object per database id, sent as is with "
-                                      "each query of that database.",
-                       .default_value = Value::EmptyMap()},
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description = "Root of the API; change it only to point at a test "
-                                      "server.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultBaseUrl)},
-                      // Every endpoint needs the integration token.
-                      AuthenticationField({"api_key", "bearer"}, /*required=*/true),
-                  },
+              .fields = NotionFields(),
               .unknown_keys = UnknownKeys::kWarn,
           },
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {

@@ -30,6 +30,110 @@ std::string ErrorText(const std::optional<Value>& error) {
   return error->ToJson();
 }
 
+// ForEachCsvRecord's reader, a character at a time: the fields of the record being read, and
+// where it stands in them, as Python's csv module reads its default dialect.
+class CsvReader {
+ public:
+  explicit CsvReader(const std::function<Status(std::vector<std::string>&, size_t)>& visit)
+      : visit_(visit) {}
+
+  bool in_quoted_field() const { return state_ == State::kInQuoted; }
+
+  // A line break inside a quoted field: the lines of the error messages count it.
+  void CountLine() { ++line_; }
+
+  // Any character but a line break outside a quoted field.
+  void Take(char c) {
+    switch (state_) {
+      case State::kStartRecord:
+      case State::kStartField:
+        if (c == '"') {
+          state_ = State::kInQuoted;
+          quote_line_ = line_;
+        } else if (c == ',') {
+          EndField();
+          state_ = State::kStartField;
+        } else {
+          field_.push_back(c);
+          state_ = State::kInField;
+        }
+        break;
+      case State::kInField:
+        if (c == ',') {
+          EndField();
+          state_ = State::kStartField;
+        } else {
+          field_.push_back(c);
+        }
+        break;
+      case State::kInQuoted:
+        if (c == '"') {
+          state_ = State::kQuoteInQuoted;
+        } else {
+          field_.push_back(c);
+        }
+        break;
+      case State::kQuoteInQuoted:
+        if (c == '"') {
+          field_.push_back('"');
+          state_ = State::kInQuoted;
+        } else if (c == ',') {
+          EndField();
+          state_ = State::kStartField;
+        } else {
+          field_.push_back(c);  // Python's csv keeps text after a closing quote.
+          state_ = State::kInField;
+        }
+        break;
+    }
+  }
+
+  // A line break outside a quoted field: hands the record to the visitor.
+  Status EndRecord() {
+    if (state_ != State::kStartRecord) EndField();  // Else a blank line: no fields.
+    BIZON_RETURN_IF_ERROR(Visit());
+    ++line_;
+    record_line_ = line_;
+    state_ = State::kStartRecord;
+    return Status::Ok();
+  }
+
+  // The end of the text: its last record, unless a quoted field is left open.
+  Status Finish() {
+    if (state_ == State::kInQuoted) {
+      return SourceError(
+          fmt::format("the CSV ends inside a quoted field (a truncated download?): the field "
+                      "opened on line {}",
+                      quote_line_));
+    }
+    if (state_ == State::kStartRecord) return Status::Ok();
+    EndField();
+    return Visit();
+  }
+
+ private:
+  enum class State { kStartRecord, kStartField, kInField, kInQuoted, kQuoteInQuoted };
+
+  void EndField() {
+    fields_.push_back(std::move(field_));
+    field_.clear();
+  }
+
+  Status Visit() {
+    Status status = visit_(fields_, record_line_);
+    fields_.clear();
+    return status;
+  }
+
+  const std::function<Status(std::vector<std::string>&, size_t)>& visit_;
+  State state_ = State::kStartRecord;
+  std::vector<std::string> fields_;
+  std::string field_;
+  size_t line_ = 1;
+  size_t record_line_ = 1;
+  size_t quote_line_ = 0;
+};
+
 }  // namespace
 
 SanaJobPhase ClassifySanaJobStatus(std::string_view status) {
@@ -77,94 +181,22 @@ Result<SanaJobState> ReadSanaJobState(const JsonPage& page) {
 
 Status ForEachCsvRecord(std::string_view csv,
                         const std::function<Status(std::vector<std::string>&, size_t)>& visit) {
-  enum class State { kStartRecord, kStartField, kInField, kInQuoted, kQuoteInQuoted };
-  State state = State::kStartRecord;
-  std::vector<std::string> fields;
-  std::string field;
-  size_t line = 1;
-  size_t record_line = 1;
-  size_t quote_line = 0;
-  auto end_field = [&] {
-    fields.push_back(std::move(field));
-    field.clear();
-  };
-  auto end_record = [&]() -> Status {
-    Status status = visit(fields, record_line);
-    fields.clear();
-    return status;
-  };
+  CsvReader reader(visit);
   for (size_t i = 0; i < csv.size(); ++i) {
     char c = csv[i];
     bool newline = c == '\n' || c == '\r';
-    if (newline && state != State::kInQuoted) {
+    if (newline && !reader.in_quoted_field()) {
       // \r\n is one end of record.
       if (c == '\r' && i + 1 < csv.size() && csv[i + 1] == '\n') ++i;
-      if (state != State::kStartRecord) {
-        end_field();
-        BIZON_RETURN_IF_ERROR(end_record());
-      } else {
-        BIZON_RETURN_IF_ERROR(end_record());  // A blank line: no fields.
-      }
-      ++line;
-      record_line = line;
-      state = State::kStartRecord;
+      BIZON_RETURN_IF_ERROR(reader.EndRecord());
       continue;
     }
-    if (c == '\n' || (c == '\r' && (i + 1 >= csv.size() || csv[i + 1] != '\n'))) ++line;
-    switch (state) {
-      case State::kStartRecord:
-      case State::kStartField:
-        if (c == '"') {
-          state = State::kInQuoted;
-          quote_line = line;
-        } else if (c == ',') {
-          end_field();
-          state = State::kStartField;
-        } else {
-          field.push_back(c);
-          state = State::kInField;
-        }
-        break;
-      case State::kInField:
-        if (c == ',') {
-          end_field();
-          state = State::kStartField;
-        } else {
-          field.push_back(c);
-        }
-        break;
-      case State::kInQuoted:
-        if (c == '"') {
-          state = State::kQuoteInQuoted;
-        } else {
-          field.push_back(c);
-        }
-        break;
-      case State::kQuoteInQuoted:
-        if (c == '"') {
-          field.push_back('"');
-          state = State::kInQuoted;
-        } else if (c == ',') {
-          end_field();
-          state = State::kStartField;
-        } else {
-          field.push_back(c);  // Python's csv keeps text after a closing quote.
-          state = State::kInField;
-        }
-        break;
+    if (c == '\n' || (c == '\r' && (i + 1 >= csv.size() || csv[i + 1] != '\n'))) {
+      reader.CountLine();
     }
+    reader.Take(c);
   }
-  if (state == State::kInQuoted) {
-    return SourceError(
-        fmt::format("the CSV ends inside a quoted field (a truncated download?): the field "
-                    "opened on line {}",
-                    quote_line));
-  }
-  if (state != State::kStartRecord) {
-    end_field();
-    BIZON_RETURN_IF_ERROR(end_record());
-  }
-  return Status::Ok();
+  return reader.Finish();
 }
 
 Result<RecordBatch> SanaReportRecords(std::string_view csv, int64_t extracted_at_us) {
