@@ -55,8 +55,10 @@ kafka_fetch() {
     die "kafka: Maven ran but kafka_2.13-$kafka_version.jar is missing from $kafka_home/libs"
   # The SLF4J binding is pinned in the pom; another broker version may bring another log4j.
   local core binding
-  core="$(cd "$kafka_home/libs" && ls log4j-core-*.jar 2>/dev/null | sed 's/^log4j-core-//')"
-  binding="$(cd "$kafka_home/libs" && ls log4j-slf4j-impl-*.jar 2>/dev/null | sed 's/^log4j-slf4j-impl-//')"
+  core="$(find "$kafka_home/libs" -maxdepth 1 -name 'log4j-core-*.jar' -printf '%f\n' |
+    sed 's/^log4j-core-//' | sort)"
+  binding="$(find "$kafka_home/libs" -maxdepth 1 -name 'log4j-slf4j-impl-*.jar' -printf '%f\n' |
+    sed 's/^log4j-slf4j-impl-//' | sort)"
   [[ "$core" == "$binding" ]] ||
     log "kafka: warning: log4j-core $core but log4j-slf4j-impl $binding (set log4j.version in scripts/kafka/pom.xml)"
   touch "$kafka_home/complete"
