@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs everything, builds the dev preset (ASan and
-# UBSan), checks the code (scripts/lint.sh: clang-format, clang-tidy), starts the servers the tests
-# need on loopback, and runs every test: GoogleTest through ctest, the pytest end-to-end suite
-# against the real binary, the install test, then each fuzz target for 30 s.
+# UBSan), checks the code (scripts/lint.sh: clang-format, shellcheck, clang-tidy), starts the
+# servers the tests need on loopback, and runs every test: GoogleTest through ctest, the pytest
+# end-to-end suite against the real binary, the install test, then each fuzz target for 30 s.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,6 +17,8 @@ phase() {
   phases+=("$(printf '%-28s %6d s  %s' "$name" $((SECONDS - started)) "$outcome")")
   [[ $outcome == ok ]]
 }
+# Called by the EXIT traps below, which shellcheck 0.9 does not count as calls (SC2317).
+# shellcheck disable=SC2317
 timing_table() {
   echo
   echo "test.sh phases (wall time):"
@@ -47,7 +49,8 @@ phases+=("$(printf '%-28s %6d s  %s' "test servers" $((SECONDS - started)) ok)")
 trap 'scripts/test-servers.sh stop; timing_table' EXIT
 
 status=0
-# Formatting and clang-tidy over the build's compile commands (every finding fails the run).
+# Formatting, shellcheck, then clang-tidy with the build's compile commands (every finding fails
+# the run).
 phase "lint" scripts/lint.sh build/dev || status=1
 phase "unit tests (ctest)" ctest --preset dev || status=1
 phase "end-to-end (pytest)" env BIZON_BIN="$root/build/dev/bizon" \
