@@ -52,9 +52,19 @@ status=0
 # Formatting, shellcheck, then clang-tidy with the build's compile commands (every finding fails
 # the run).
 phase "lint" scripts/lint.sh build/dev || status=1
+# GoogleTest, 4 at a time (CMakePresets.json): most of a test's time is the start of a sanitized
+# process, and a test stuck past 300 s fails instead of holding up the run.
 phase "unit tests (ctest)" ctest --preset dev || status=1
-phase "end-to-end (pytest)" env BIZON_BIN="$root/build/dev/bizon" \
-  "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" || status=1
+# The end-to-end suite in two passes: first every test that shares the servers safely, on
+# BIZON_TEST_WORKERS pytest-xdist workers (default 3; the BigQuery emulator's tests take turns on
+# one of them, tests/e2e/conftest.py), then the `serial` ones (they restart a server, or bound a
+# time) alone. A test running past 900 s fails with its traceback.
+workers="${BIZON_TEST_WORKERS:-3}"
+pytest=(env BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q
+  -p no:cacheprovider --timeout 900)
+phase "end-to-end (pytest -n $workers)" "${pytest[@]}" -n "$workers" --dist loadgroup \
+  -m "not serial" tests/e2e "$@" || status=1
+phase "end-to-end, serial (pytest)" "${pytest[@]}" -m serial tests/e2e "$@" || status=1
 # The installed binary (and the .deb) runs the quickstart with nothing of the build tree.
 phase "install test" tests/install/test_install.sh build/dev || status=1
 # Each libFuzzer target for 30 s on its corpus (fuzz/README.md).
