@@ -68,11 +68,11 @@ FieldSpec HttpField() {
           .Default(120),
   };
   return Option::Object(
-      "http",
-      {std::move(timeout),
-       Option::Boolean("raise_for_status", "Fail on 4xx/5xx responses.").Default(true),
-       Option::Object("retries", std::move(retries)).Default(Value::EmptyMap())},
-      "Opt-in HTTP policy; without it the historical policy applies.")
+             "http",
+             {std::move(timeout),
+              Option::Boolean("raise_for_status", "Fail on 4xx/5xx responses.").Default(true),
+              Option::Object("retries", std::move(retries)).Default(Value::EmptyMap())},
+             "Opt-in HTTP policy; without it the historical policy applies.")
       .OnUnknownKeys(UnknownKeys::kWarn);
 }
 
