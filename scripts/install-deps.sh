@@ -34,9 +34,9 @@ test_packages=(
 # clang 14 cannot compile the project (no std::expected with libstdc++ 12).
 fuzz_packages=(clang-19 libclang-rt-19-dev)
 
-# scripts/lint.sh: clang-tidy 19 (the default 14 cannot parse <expected>, as above); the format
-# check uses clang-format from the build packages.
-lint_packages=(clang-tidy-19)
+# scripts/lint.sh: clang-tidy 19 (the default 14 cannot parse <expected>, as above) and shellcheck;
+# the format check uses clang-format from the build packages.
+lint_packages=(clang-tidy-19 shellcheck)
 
 # bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; psql's \copy the
 # COPY floor of the postgres case; GNU time.

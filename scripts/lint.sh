@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lint step of the test command: clang-format in check mode over every tracked C++ file, then
-# clang-tidy (.clang-tidy's checks, every finding an error) over the sources of the library and
-# the binary, with the compile commands of a configured build (default: build/dev).
+# every tracked shell script through shellcheck, then clang-tidy (.clang-tidy's checks, every
+# finding an error) over the sources of the library and the binary, with the compile commands of
+# a configured build (default: build/dev).
 # Usage: scripts/lint.sh [build-dir]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,10 +14,15 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
 fi
 mapfile -t cxx_files < <(git ls-files '*.cc' '*.h')
 mapfile -t tidy_files < <(git ls-files 'src/*.cc' | grep -v '_test\.cc$')
+mapfile -t shell_files < <(git ls-files '*.sh' .ci/run)
 
 status=0
 echo "lint: clang-format --dry-run on ${#cxx_files[@]} files"
 clang-format --dry-run --Werror "${cxx_files[@]}" || status=1
+
+# -x: follow the files a script sources (each names them in a `# shellcheck source=` directive).
+echo "lint: shellcheck on ${#shell_files[@]} files"
+shellcheck -x "${shell_files[@]}" || status=1
 
 echo "lint: clang-tidy on ${#tidy_files[@]} files"
 jobs="$(nproc)"
@@ -25,7 +31,7 @@ run-clang-tidy-19 -p "$build" -j "$jobs" -quiet -clang-tidy-binary clang-tidy-19
 # The findings only (run-clang-tidy also echoes each command and clang's warning counts).
 grep -E '(warning|error):' "$build/clang-tidy.log" | sort -u || true
 if [[ $status -ne 0 ]]; then
-  echo "lint: failed (full clang-tidy output in $build/clang-tidy.log)" >&2
+  echo "lint: failed (findings above; clang-tidy's full output in $build/clang-tidy.log)" >&2
 else
   echo "lint: clean"
 fi

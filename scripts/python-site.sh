@@ -30,7 +30,7 @@ rm -rf "$staging"
 # --target installs beside nothing else: Debian's own packages (dist-packages) stay untouched.
 "$python" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
   --root-user-action=ignore --only-binary=:all: --target "$staging" -r "$requirements"
-rm -rf "$staging/bin"  # Console scripts of the packages: nothing runs them.
+rm -rf "${staging:?}/bin"  # Console scripts of the packages: nothing runs them.
 echo "$want" > "$staging/.requirements.sha256"
 rm -rf "$site"
 mv "$staging" "$site"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs everything, builds the dev preset (ASan and
-# UBSan), checks the code (scripts/lint.sh: clang-format, clang-tidy), starts the servers the tests
-# need on loopback, and runs every test: GoogleTest through ctest, the pytest end-to-end suite
-# against the real binary, the install test, then each fuzz target for 30 s.
+# UBSan), checks the code (scripts/lint.sh: clang-format, shellcheck, clang-tidy), starts the
+# servers the tests need on loopback, and runs every test: GoogleTest through ctest, the pytest
+# end-to-end suite against the real binary, the install test, then each fuzz target for 30 s.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,6 +17,8 @@ phase() {
   phases+=("$(printf '%-28s %6d s  %s' "$name" $((SECONDS - started)) "$outcome")")
   [[ $outcome == ok ]]
 }
+# Called by the EXIT traps below, which shellcheck 0.9 does not count as calls (SC2317).
+# shellcheck disable=SC2317
 timing_table() {
   echo
   echo "test.sh phases (wall time):"
@@ -47,11 +49,22 @@ phases+=("$(printf '%-28s %6d s  %s' "test servers" $((SECONDS - started)) ok)")
 trap 'scripts/test-servers.sh stop; timing_table' EXIT
 
 status=0
-# Formatting and clang-tidy over the build's compile commands (every finding fails the run).
+# Formatting, shellcheck, then clang-tidy with the build's compile commands (every finding fails
+# the run).
 phase "lint" scripts/lint.sh build/dev || status=1
+# GoogleTest, 4 at a time (CMakePresets.json): most of a test's time is the start of a sanitized
+# process, and a test stuck past 300 s fails instead of holding up the run.
 phase "unit tests (ctest)" ctest --preset dev || status=1
-phase "end-to-end (pytest)" env BIZON_BIN="$root/build/dev/bizon" \
-  "$root/build/venv/bin/python" -m pytest -q tests/e2e "$@" || status=1
+# The end-to-end suite in two passes: first every test that shares the servers safely, on
+# BIZON_TEST_WORKERS pytest-xdist workers (default 3; the BigQuery emulator's tests take turns on
+# one of them, tests/e2e/conftest.py), then the `serial` ones (they restart a server, or bound a
+# time) alone. A test running past 900 s fails with its traceback.
+workers="${BIZON_TEST_WORKERS:-3}"
+pytest=(env BIZON_BIN="$root/build/dev/bizon" "$root/build/venv/bin/python" -m pytest -q
+  -p no:cacheprovider --timeout 900)
+phase "end-to-end (pytest -n $workers)" "${pytest[@]}" -n "$workers" --dist loadgroup \
+  -m "not serial" tests/e2e "$@" || status=1
+phase "end-to-end, serial (pytest)" "${pytest[@]}" -m serial tests/e2e "$@" || status=1
 # The installed binary (and the .deb) runs the quickstart with nothing of the build tree.
 phase "install test" tests/install/test_install.sh build/dev || status=1
 # Each libFuzzer target for 30 s on its corpus (fuzz/README.md).

@@ -13,7 +13,8 @@ ConfigSection AlertingSection() {
                                        {Option::String("webhook_url", "Slack incoming webhook URL.")
                                             .Required()
                                             .Secret()})
-                            .Required()},
+                            .Required()
+                            .OnUnknownKeys(UnknownKeys::kWarn)},
                        "Slack alerts.")
                        .OnUnknownKeys(UnknownKeys::kIgnore)};
 }

@@ -8,6 +8,7 @@
 #include "cli/pipeline_declaration.h"
 #include "common/logging.h"
 #include "connectors/registration.h"
+#include "engine/embedded_python.h"
 #include "engine/transform_workers.h"
 
 namespace {
@@ -19,6 +20,7 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "internal error: %s\n", status.ToString().c_str());
     return 70;
   }
+  bizon::RegisterEmbeddedPythonHooks();
   bizon::ConfigureLogging("INFO").IgnoreError();  // A constant, always valid.
 
   CLI::App app{"Bizon CLI: extract and load data with checkpoints you can trust.", "bizon"};

@@ -288,8 +288,10 @@ VariantSpec AuthVariant(const std::string& type) {
       .tag = type,
       .description = description,
       .fields = {Option::String("type").Required(),
+                 // The original ignores keys it does not know in params: warned, not refused.
                  Option::Object("params", std::move(params),
-                                "Credentials for this authentication type.")},
+                                "Credentials for this authentication type.")
+                     .OnUnknownKeys(UnknownKeys::kWarn)},
       // Connectors read extra keys beside params (kafka's schema registry settings).
       .unknown_keys = UnknownKeys::kWarn};
   if (type == "api_key" || type == "bearer") {

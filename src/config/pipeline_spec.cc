@@ -74,11 +74,12 @@ FieldSpec HttpField() {
           .Default(120),
   };
   return Option::Object(
-      "http",
-      {std::move(timeout),
-       Option::Boolean("raise_for_status", "Fail on 4xx/5xx responses.").Default(true),
-       Option::Object("retries", std::move(retries)).Default(Value::EmptyMap())},
-      "Opt-in HTTP policy; without it the historical policy applies.");
+             "http",
+             {std::move(timeout),
+              Option::Boolean("raise_for_status", "Fail on 4xx/5xx responses.").Default(true),
+              Option::Object("retries", std::move(retries)).Default(Value::EmptyMap())},
+             "Opt-in HTTP policy; without it the historical policy applies.")
+      .OnUnknownKeys(UnknownKeys::kWarn);
 }
 
 /// `source`: a variant per registered source, tagged by its name.
@@ -167,7 +168,8 @@ std::vector<FieldSpec> CommonSourceFields() {
                           .Default(100)
                           .Minimum(0)},
                      "API call settings.")
-          .Default(Value(Value::Map{{"retry_limit", Value(10)}})),
+          .Default(Value(Value::Map{{"retry_limit", Value(10)}}))
+          .OnUnknownKeys(UnknownKeys::kWarn),
       Option::String("source_file_path", "Custom Python source file (same as --custom-source)."),
       Option::Boolean("init_pipeline", "Kept for compatibility.").Default(true),
       HttpField(),
@@ -203,7 +205,8 @@ FieldSpec PipelineSpec(const PipelineDeclaration& declaration,
           Option::Object(
               "",
               {Option::String("label", "Name shown in errors.").Required(),
-               Option::String("python", "Code run with the record bound to `data`.").Required()}),
+               Option::String("python", "Code run with the record bound to `data`.").Required()})
+              .OnUnknownKeys(UnknownKeys::kWarn),
           "Python snippets applied in order to each record's `data`.")
           .Default(Value::EmptyList());
 

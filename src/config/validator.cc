@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
+#include <tuple>
 
 namespace bizon {
 namespace {
@@ -395,9 +397,18 @@ ValidationResult ValidateConfig(const Value& raw, const FieldSpec& spec) {
   ValidationResult result;
   Walker walker(result);
   result.normalized = walker.Validate(spec, raw, "");
-  std::stable_sort(
-      result.diagnostics.begin(), result.diagnostics.end(),
-      [](const Diagnostic& a, const Diagnostic& b) { return a.mark.line < b.mark.line; });
+  // By line, ties in the order found. Sorted through indices: std::stable_sort's temporary
+  // buffer is a deprecated libstdc++ 12 function, which clang-tidy reports.
+  std::vector<size_t> order(result.diagnostics.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  const std::vector<Diagnostic>& found = result.diagnostics;
+  std::sort(order.begin(), order.end(), [&found](size_t a, size_t b) {
+    return std::tie(found[a].mark.line, a) < std::tie(found[b].mark.line, b);
+  });
+  std::vector<Diagnostic> sorted;
+  sorted.reserve(order.size());
+  for (size_t index : order) sorted.push_back(std::move(result.diagnostics[index]));
+  result.diagnostics = std::move(sorted);
   return result;
 }
 

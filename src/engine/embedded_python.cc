@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "common/python_hooks.h"
 #include "engine/engine_options.h"
+#include "python/hook_compiler.h"
 #include "python/python_runtime.h"
 #include "python/python_transforms.h"
 
@@ -29,5 +31,7 @@ Result<std::shared_ptr<TransformChain>> PrepareEmbeddedPython(const LoadedConfig
   if (!compiled) return Fail(compiled.error().WithFailureClass(FailureClass::kConfig));
   return std::shared_ptr<TransformChain>(std::move(*compiled));
 }
+
+void RegisterEmbeddedPythonHooks() { SetPythonHookCompiler(CompileEmbeddedPythonHook); }
 
 }  // namespace bizon

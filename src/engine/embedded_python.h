@@ -21,4 +21,8 @@ class TransformChain;  // python/python_transforms.h
 /// `file:line: path:`, every syntax error on its own line.
 Result<std::shared_ptr<TransformChain>> PrepareEmbeddedPython(const LoadedConfig& config);
 
+/// Makes the embedded interpreter the compiler of connectors' Python hooks
+/// (common/python_hooks.h). Starts nothing: Python starts when the first hook is compiled.
+void RegisterEmbeddedPythonHooks();
+
 }  // namespace bizon

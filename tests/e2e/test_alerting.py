@@ -125,6 +125,7 @@ def run_outcome_is_intact(bizon, result, expect_success: bool):
     return outcome
 
 
+@pytest.mark.serial  # bounds a run's time
 @needs_transforms
 @pytest.mark.parametrize("fault", ["hang", "500"])
 def test_a_broken_webhook_costs_at_most_the_exit_flush(bizon, slack, fault):
@@ -156,6 +157,7 @@ def test_a_broken_webhook_costs_at_most_the_exit_flush(bizon, slack, fault):
         assert "2 Slack alerts not sent: the exit flush ran out of time after 5 s" in result.stderr
 
 
+@pytest.mark.serial  # bounds a run's time
 def test_a_hanging_webhook_does_not_slow_a_run_that_alerts_on_every_record(bizon, slack):
     # INFO alerts fire all through the run; with the original's synchronous post each one would
     # wait for the webhook. Here the run's own work never waits, and the exit costs the flush.

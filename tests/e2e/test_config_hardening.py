@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import yaml
 
 from support.paths import PYTHON_DATA
@@ -28,6 +29,7 @@ def alias_bomb(levels: int = 12) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.serial  # bounds a run's time
 def test_alias_bomb_is_refused_quickly_by_validate_and_run(bizon):
     config = bizon.write("bomb.yml", alias_bomb())
     assert len(config.read_bytes()) < 1200

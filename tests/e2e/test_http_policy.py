@@ -249,6 +249,7 @@ def test_refused_connections_are_retried_then_fail(bizon, api):
     assert "after 3 attempts" in read_result(bizon.cwd / "result.json")["error"]
 
 
+@pytest.mark.serial  # bounds a run's time
 def test_connect_timeout_is_retried_then_fails(bizon, api):
     # A listener whose accept queue is full drops new SYNs: connecting hangs until the timeout.
     with socket.socket() as listener:

@@ -22,12 +22,17 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest_kafka import kafka  # noqa: F401  (fixture)
 from support.exactly_once import assert_messages_exactly_once
 from support.kafka import (config_text, data_of, expected_positions, kafka_source,
                            slow_first_batch, stream_until)
 from support.processes import kill, spawn, wait_for
 from support.results import State, line_count
+
+# Restarts or stops a shared server, or bounds a time: run alone (conftest.py, marker `serial`).
+pytestmark = pytest.mark.serial
 
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
 RESUME_BOUND_S = 10.0

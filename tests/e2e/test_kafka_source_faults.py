@@ -14,6 +14,8 @@ import random
 import subprocess
 import time
 
+import pytest
+
 from conftest_kafka import kafka  # noqa: F401  (fixture)
 from support.exactly_once import assert_messages_exactly_once
 from support.kafka import (config_text, data_of, expected_positions, kafka_source,
@@ -24,6 +26,7 @@ from support.results import State, line_count
 SEED = int(os.environ.get("BIZON_KILL_SEED", "20261202"))
 
 
+@pytest.mark.serial  # restarts the broker
 def test_broker_restart_mid_stream_loses_nothing(bizon, kafka):
     topic = kafka.create_topic(partitions=2)
     kafka.produce_many(topic, 3000, lambda i: {"n": i, "phase": "before"})

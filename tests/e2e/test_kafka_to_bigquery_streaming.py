@@ -188,6 +188,7 @@ def test_kafka_stream_killed_twenty_times_lands_every_message_once(
               f"messages checked, {time.monotonic() - started:.1f} s (seed {SEED})")
 
 
+@pytest.mark.serial  # restarts the emulator
 def test_an_emulator_restart_mid_stream_loses_no_row(bizon, kafka, bigquery_emulator, dataset):
     """The BigQuery emulator restarts (connections dropped) while a stream writes into it: the
     run recovers, or fails with an error naming BigQuery and is started again; either way every

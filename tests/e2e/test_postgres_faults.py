@@ -23,6 +23,9 @@ from support.pipelines import generator
 from support.processes import kill, spawn, wait_for
 from support.results import read_result
 
+# Each test restarts or stops a shared server: run alone (conftest.py, marker `serial`).
+pytestmark = pytest.mark.serial
+
 
 def staged_rows(pg, table="out_incremental"):
     if not pg.table_exists(table):

@@ -224,6 +224,7 @@ def test_killed_consumer_restarts_without_loss_or_duplicates(bizon, broker):
     assert [job["status"] for job in jobs] == ["succeeded"], "the restart resumed the same job"
 
 
+@pytest.mark.serial  # restarts the broker
 def test_broker_restart_mid_run_loses_nothing(bizon, broker):
     count = 30_000
     text = pipeline(

@@ -53,6 +53,13 @@ def check_response_actions(bizon, api, stderr):
     assert len(api.requests_to("/api/events")) == 2 + 1  # Two pages, and the retried 409.
 
 
+def check_python_response_action(bizon, api, stderr):
+    assert ids(table(bizon, "comments")) == ids(api.all_comments())
+    # Issue 4's comments were asked for, answered 404, and read as an empty page.
+    assert api.requests_to("/repos/acme/rocket/issues/4/comments")
+    assert "ignoring the response" not in stderr
+
+
 def check_jsonpath(bizon, api, stderr):
     assert table(bizon, "batched_events") == api.events
 
@@ -90,6 +97,7 @@ CHECKS = {
     "parent-child": check_parent_child,
     "resolve-param": check_resolve_param,
     "response-actions": check_response_actions,
+    "python-response-action": check_python_response_action,
     "jsonpath": check_jsonpath,
     "detected-records": check_detected_records,
     "paginators": check_paginators,
@@ -121,7 +129,7 @@ def test_the_example_does_what_the_page_says(bizon, api, name):
     text = examples()[name].replace("https://api.example.com", api.url)
     assert yaml.safe_load(text)["source"]["name"] == "rest_api"
     env = {}
-    if name == "parent-child":
+    if name in ("parent-child", "python-response-action"):
         api.deleted = {4, 5}
     if name == "response-actions":
         api.inject("/api/events", Fault(status=409, body={"message": "indexing, try again"}))

@@ -322,6 +322,68 @@ def test_response_actions_retry_and_fail_with_the_response(bizon, api):
     assert '{"message": "Not Found"}' in error
 
 
+# The hooks a list cannot express: a 404 of a deleted issue read as an empty page, and a 409
+# retried only when its JSON says why.
+EMPTY_PAGE_FOR_DELETED = """
+def on_response(response):
+    if response["status_code"] == 404:
+        assert response["method"] == "GET" and "/comments?" in response["url"], response
+        assert response["headers"]["content-type"] == "application/json"
+        return []
+"""
+RETRY_WHILE_INDEXING = """
+import json
+
+def on_response(response):
+    if json.loads(response["body"]).get("message") == "busy indexing":
+        return "retry"
+    return None
+"""
+
+
+def test_python_response_actions_rewrite_a_page_and_retry(bizon, api):
+    api.deleted = {5, 6}
+    api.inject("/api/events", Fault(status=409, body={"message": "busy indexing"}), times=2)
+    resources = [
+        issues_resource(),
+        comments_resource(response_actions=[{"action": "python",
+                                             "python": EMPTY_PAGE_FOR_DELETED}]),
+        events_resource(response_actions=[{"status_code": 409, "action": "python",
+                                           "python": RETRY_WHILE_INDEXING}]),
+    ]
+    result = run(bizon, pipeline("github", source(api, resources)), check=0)
+    comments = table(bizon, "comments")
+    assert sorted(c["id"] for c in comments) == sorted(c["id"] for c in api.all_comments())
+    assert sorted(set(comment_numbers(api))) == [i["number"] for i in api.issues]
+    assert table(bizon, "events") == api.events
+    assert len(api.requests_to("/api/events")) == 5 + 2
+    assert "response action; retry 2 of" in result.stderr
+
+    # A 409 for another reason: the hook returns None, no other action decides, so it fails.
+    api.inject("/api/events", Fault(status=409, body={"message": "locked"}), times=1)
+    run(bizon, pipeline("github", source(api, resources[2:])), check=1)
+    assert "409" in read_result(bizon.cwd / "result.json")["error"]
+
+
+@pytest.mark.parametrize("python, message", [
+    ("def on_response(response):\n    raise KeyError('boom')\n",
+     "rest_api resource 'events' response_actions[0]: KeyError: 'boom'"),
+    ("def on_response(response):\n    return 'skip'\n",
+     "rest_api resource 'events': on_response returned \"skip\""),
+    ("def on_response(response)\n    return None\n",
+     "cannot compile rest_api resource 'events' response_actions[0]: SyntaxError"),
+    ("def other(response):\n    return None\n",
+     "the code defines no function `on_response`"),
+])
+def test_a_python_response_action_that_raises_or_answers_wrong_fails_clearly(bizon, api, python,
+                                                                             message):
+    resources = [events_resource(response_actions=[{"action": "python", "python": python}])]
+    run(bizon, pipeline("events", source(api, resources)), check=1)
+    error = read_result(bizon.cwd / "result.json")["error"]
+    assert message in error
+    assert not (bizon.cwd / "events.json").exists()
+
+
 def test_per_resource_auth_with_an_api_key_in_the_query_is_masked(bizon, api):
     api.api_key = "k-secret-123"
     resources = [events_resource(auth={"type": "api_key", "name": "api_key",
@@ -356,6 +418,10 @@ def test_a_bearer_token_per_resource(bizon, api):
      "source.resources[2].name: two resources are named issues"),
     (lambda s: s["resources"][2].update(pagination={"type": "offset", "location": "body"}),
      "source.resources[2].pagination.location: body paging needs method POST"),
+    (lambda s: s["resources"][2].update(response_actions=[{"action": "python"}]),
+     "source.resources[2].response_actions[0].python: action python needs the hook's code"),
+    (lambda s: s["resources"][2].update(response_actions=[{"action": "retry", "python": "x"}]),
+     "source.resources[2].response_actions[0].python: `python` is the code of an action python"),
 ])
 def test_config_validate_reports_resource_errors_with_their_line(bizon, api, change, message):
     config = copy.deepcopy(source(api))

@@ -54,6 +54,7 @@ def test_a_gcs_upload_is_loadable_from_gs_by_bigquery(google_emulators):
     assert missing.value.status == 404
 
 
+@pytest.mark.serial  # restarts the emulators
 def test_a_restart_keeps_tables_and_objects(google_emulators):
     emulators = google_emulators
     dataset = f"restart_{uuid.uuid4().hex[:8]}"

@@ -6,6 +6,7 @@ import json
 import time
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest_kafka import kafka  # noqa: F401 (fixture)
@@ -73,6 +74,7 @@ def test_produce_many_writes_n_messages(kafka):
     assert messages[-1]["key"] == str(n - 1).encode()
 
 
+@pytest.mark.serial  # restarts the broker
 def test_restart_is_an_outage_that_keeps_the_port_and_the_data(kafka):
     topic = kafka.create_topic()
     kafka.produce(topic, ["before"])

@@ -39,6 +39,7 @@ def test_the_credentials_are_checked(rabbitmq):
         pika.BlockingConnection(parameters)
 
 
+@pytest.mark.serial  # restarts the broker
 def test_restart_is_an_outage_that_keeps_the_port_and_durable_messages(rabbitmq):
     queue = f"bizon-test-{uuid.uuid4().hex[:8]}"
     rabbitmq.publish(queue, [b"kept-1", b"kept-2"])

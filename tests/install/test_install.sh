@@ -124,8 +124,9 @@ deb="$(find "$tmp/package" -maxdepth 1 -name 'bizon_*.deb' | head -n 1)"
 dpkg-deb -x "$deb" "$tmp/deb-root"
 depends="$(dpkg-deb -f "$deb" Depends)"
 [[ -n "$depends" ]] || fail "$(basename "$deb") has no Depends"
-# Package names only: "libcurl4 (>= 7.16.2), libc6 (>= 2.34)" -> "libcurl4 libc6".
-depends_names=" $(tr ',|' '\n\n' <<<"$depends" | awk '{print $1}' | tr '\n' ' ') "
+# Package names only: "libcurl4 (>= 7.16.2), libc6 (>= 2.34)" -> "libcurl4 libc6". Both ',' and
+# '|' (an alternative) end a name: tr's [\n*] repeats the newline for each.
+depends_names=" $(tr ',|' '[\n*]' <<<"$depends" | awk '{print $1}' | tr '\n' ' ') "
 while read -r package; do
   # Either the package itself or a name it provides (libspdlog1.10 provides libspdlog1.10-fmt9).
   provided="$(dpkg-query -W -f='${Provides}' "$package" | tr ',' '\n' | awk '{print $1}')"

@@ -39,7 +39,8 @@ FieldSpec PythonQueueConfig() {
                        .Default(0)
                        .Minimum(0)},
                   "Queue sizing.")
-                  .Default(Value::EmptyMap()),
+                  .Default(Value::EmptyMap())
+                  .OnUnknownKeys(UnknownKeys::kWarn),
               Option::Object("consumer",
                              {Option::Number("poll_interval",
                                              "Seconds between polls (kept for compatibility).")

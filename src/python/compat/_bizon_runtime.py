@@ -141,6 +141,21 @@ def compile_transform(label, python):
     return code
 
 
+def compile_hook(label, python, function):
+    """Runs a hook's text (common indentation removed) as a module of its own and returns its
+    top-level `function`; the text is registered for tracebacks under `label`."""
+    source = textwrap.dedent(python)
+    filename = f"<{label}>"
+    code = compile(source, filename, "exec", dont_inherit=True)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "bizon_hook"}
+    exec(code, namespace)
+    found = namespace.get(function)
+    if not callable(found):
+        raise ContractError(f"{label}: the code defines no function `{function}`")
+    return found
+
+
 def syntax_error_details(exc):
     """(line, column, message, line text) of a SyntaxError raised by compile_transform."""
     text = (exc.text or "").rstrip("\n").strip()

@@ -56,7 +56,8 @@ FieldSpec BigqueryColumnField() {
                               "it, such as CURRENT_TIMESTAMP().",
                .example = "CURRENT_TIMESTAMP()"},
           },
-      .unknown_keys = UnknownKeys::kError,
+      // `nullable`, `policy_tags`...: the original ignores them; warned here, not refused.
+      .unknown_keys = UnknownKeys::kWarn,
   };
 }
 

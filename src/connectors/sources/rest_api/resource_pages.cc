@@ -94,8 +94,7 @@ Result<HttpRequest> ResourcePages::BuildRequest(const ResourceTask& task,
 
 Result<std::optional<HttpResponse>> ResourcePages::Send(HttpRequest request,
                                                         const std::string& origin) {
-  const std::vector<ResponseAction>& actions = spec().response_actions;
-  if (actions.empty()) {
+  if (spec().response_actions.empty()) {
     BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
     return std::optional<HttpResponse>(std::move(response));
   }
@@ -103,31 +102,30 @@ Result<std::optional<HttpResponse>> ResourcePages::Send(HttpRequest request,
   const RetryPolicy& retry = session_->policy().retries;
   for (int retries = 0;; ++retries) {
     BIZON_ASSIGN_OR_RETURN(HttpResponse response, session_->Send(request));
-    auto match = std::find_if(actions.begin(), actions.end(), [&](const ResponseAction& action) {
-      return action.Matches(response.status, response.body);
-    });
-    if (match == actions.end()) {
-      if (!response.ok()) {
-        return Fail(
-            HttpStatusError(request.method, AppendQuery(request.url, request.query), response));
-      }
-      return std::optional<HttpResponse>(std::move(response));
-    }
-    switch (match->action) {
-      case ResponseAction::Kind::kIgnore:
+    BIZON_ASSIGN_OR_RETURN(Verdict verdict, Decide(request, response, origin));
+    switch (verdict) {
+      case Verdict::kUsual:
+        if (!response.ok()) {
+          return Fail(
+              HttpStatusError(request.method, AppendQuery(request.url, request.query), response));
+        }
+        return std::optional<HttpResponse>(std::move(response));
+      case Verdict::kUse:
+        return std::optional<HttpResponse>(std::move(response));
+      case Verdict::kIgnore:
         spdlog::info(
             "rest_api resource '{}': ignoring the response of {} ({}), as a response "
             "action says",
             spec().name, origin, response.status);
         return std::optional<HttpResponse>();
-      case ResponseAction::Kind::kFail:
+      case Verdict::kFail:
         return Fail(
             Status(StatusCode::kFailedPrecondition,
                    fmt::format("rest_api resource '{}': {} returned {}, which a response "
                                "action fails: {}",
                                spec().name, origin, response.status, BodyExcerpt(response.body)),
                    FailureClass::kSource));
-      case ResponseAction::Kind::kRetry:
+      case Verdict::kRetry:
         if (retries >= retry.total) {
           return Fail(Status(StatusCode::kUnavailable,
                              fmt::format("rest_api resource '{}': {} returned {} after {} retries "
@@ -145,6 +143,58 @@ Result<std::optional<HttpResponse>> ResourcePages::Send(HttpRequest request,
         break;
     }
   }
+}
+
+Result<ResourcePages::Verdict> ResourcePages::Decide(const HttpRequest& request,
+                                                     HttpResponse& response,
+                                                     const std::string& origin) const {
+  for (const ResponseAction& action : spec().response_actions) {
+    if (!action.Matches(response.status, response.body)) continue;
+    switch (action.action) {
+      case ResponseAction::Kind::kIgnore:
+        return Verdict::kIgnore;
+      case ResponseAction::Kind::kRetry:
+        return Verdict::kRetry;
+      case ResponseAction::Kind::kFail:
+        return Verdict::kFail;
+      case ResponseAction::Kind::kPython:
+        break;
+    }
+    BIZON_ASSIGN_OR_RETURN(Verdict verdict, AskHook(action, request, response, origin));
+    if (verdict != Verdict::kUsual) return verdict;
+  }
+  return Verdict::kUsual;
+}
+
+Result<ResourcePages::Verdict> ResourcePages::AskHook(const ResponseAction& action,
+                                                      const HttpRequest& request,
+                                                      HttpResponse& response,
+                                                      const std::string& origin) const {
+  Value headers = Value::EmptyMap();
+  for (const auto& [name, value] : response.headers) headers.Set(name, Value(value));
+  Value argument = Value::EmptyMap();
+  argument.Set("status_code", Value(response.status));
+  argument.Set("headers", std::move(headers));
+  argument.Set("body", Value(response.body));
+  argument.Set("method", Value(request.method));
+  argument.Set("url", Value(AppendQuery(request.url, request.query)));
+  BIZON_ASSIGN_OR_RETURN(Value answer, action.hook(argument));
+  if (answer.is_null()) return Verdict::kUsual;
+  if (answer.is_map() || answer.is_list()) {
+    response.body = answer.ToJson();
+    return Verdict::kUse;
+  }
+  std::string word = answer.is_string() ? answer.AsString() : "";
+  if (word == "ignore") return Verdict::kIgnore;
+  if (word == "retry") return Verdict::kRetry;
+  if (word == "fail") return Verdict::kFail;
+  return Fail(
+      Status(StatusCode::kFailedPrecondition,
+             fmt::format("rest_api resource '{}': on_response returned {} for {} ({}); it "
+                         "returns \"ignore\", \"retry\", \"fail\", None or the JSON of "
+                         "the page",
+                         spec().name, BodyExcerpt(answer.ToJson()), origin, response.status),
+             FailureClass::kSource));
 }
 
 Result<std::string> ResourcePages::SelectorFor(const JsonPage& page) {

@@ -63,6 +63,15 @@ class ResourcePages {
                                    PagePosition& position) const;
   /// The response, or nullopt when a response action says to ignore it.
   Result<std::optional<HttpResponse>> Send(HttpRequest request, const std::string& origin);
+  /// What the response actions make of a response: kUsual when none decides (an error status
+  /// then fails as without actions), kUse when a hook gave the page to use instead.
+  enum class Verdict { kUsual, kUse, kIgnore, kRetry, kFail };
+  /// The first action that matches `response` and decides; a hook may replace its body.
+  Result<Verdict> Decide(const HttpRequest& request, HttpResponse& response,
+                         const std::string& origin) const;
+  /// Calls a Python action's hook with {status_code, headers, body, method, url}.
+  Result<Verdict> AskHook(const ResponseAction& action, const HttpRequest& request,
+                          HttpResponse& response, const std::string& origin) const;
   /// The record selector for `page`: the declared one, else the one detected (logged once).
   Result<std::string> SelectorFor(const JsonPage& page);
   /// Appends the records of `page` the window keeps to `outcome`; sets `stop` when the row

@@ -9,6 +9,7 @@
 #include "bizon/config_spec.h"
 #include "bizon/registry.h"
 #include "bizon/secret_mask.h"
+#include "common/python_hooks.h"
 #include "connectors/registration.h"
 #include "connectors/sources/rest_api/resource_session.h"
 #include "connectors/sources/rest_api/resources_source.h"
@@ -66,8 +67,23 @@ Result<std::unique_ptr<Source>> MakeEndpointSource(const SourceContext& context)
                                          std::move(total_path));
 }
 
+// Compiles the hook of every `action: python`, before any request is sent.
+Status CompileResponseHooks(std::vector<ResourceSpec>& resources) {
+  for (ResourceSpec& resource : resources) {
+    for (size_t i = 0; i < resource.response_actions.size(); ++i) {
+      ResponseAction& action = resource.response_actions[i];
+      if (action.action != ResponseAction::Kind::kPython) continue;
+      std::string label =
+          fmt::format("rest_api resource '{}' response_actions[{}]", resource.name, i);
+      BIZON_ASSIGN_OR_RETURN(action.hook, CompilePythonHook(label, action.python, "on_response"));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Source>> MakeResourcesSource(const SourceContext& context) {
   BIZON_ASSIGN_OR_RETURN(std::vector<ResourceSpec> resources, ReadResources(context.config));
+  BIZON_RETURN_IF_ERROR(CompileResponseHooks(resources));
   bool incremental = std::any_of(resources.begin(), resources.end(), [](const ResourceSpec& r) {
     return r.endpoint.incremental.has_value();
   });

@@ -170,10 +170,15 @@ FieldSpec ResponseActionField() {
       "response_action",
       {Option::Integer("status_code", "The HTTP status it applies to.").Minimum(100).Maximum(599),
        Option::String("content", "A text the response body must contain."),
-       Option::Enum("action", {"ignore", "retry", "fail"},
+       Option::Enum("action", {"ignore", "retry", "fail", "python"},
                     "ignore: the response ends this request's records (none); retry: send it "
-                    "again with the policy's backoff; fail: stop the run, quoting the response.")
-           .Required()});
+                    "again with the policy's backoff; fail: stop the run, quoting the response; "
+                    "python: the function `on_response` of `python` decides.")
+           .Required(),
+       Option::String("python",
+                      "With action python: code defining on_response(response), called with "
+                      "{status_code, headers, body, method, url}; it returns ignore, retry, fail, "
+                      "None (the next action decides) or the JSON to use as the page.")});
 }
 
 FieldSpec AuthField() {

@@ -30,6 +30,7 @@
 #include "bizon/source.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
+#include "common/python_hooks.h"
 #include "http/http_session.h"
 #include "http/json_page.h"
 
@@ -94,11 +95,15 @@ struct IncrementalSpec {
 };
 
 /// What to do with a response that matches: by status code, by a substring of the body, or both.
+/// A Python action leaves the decision to its hook (`on_response`), called with the response.
 struct ResponseAction {
   std::optional<int> status_code;
   std::string content;
-  enum class Kind { kIgnore, kRetry, kFail };
+  enum class Kind { kIgnore, kRetry, kFail, kPython };
   Kind action = Kind::kFail;
+  /// kPython: the hook's code, and the hook once compiled (MakeResourcesSource).
+  std::string python;
+  PythonHook hook;
 
   bool Matches(int status, std::string_view body) const;
 };

@@ -99,9 +99,11 @@ std::vector<ResponseAction> ActionsOf(const Value* list) {
     }
     action.content = item.GetString("content");
     std::string kind = item.GetString("action");
-    action.action = kind == "ignore"  ? ResponseAction::Kind::kIgnore
-                    : kind == "retry" ? ResponseAction::Kind::kRetry
-                                      : ResponseAction::Kind::kFail;
+    action.action = kind == "ignore"   ? ResponseAction::Kind::kIgnore
+                    : kind == "retry"  ? ResponseAction::Kind::kRetry
+                    : kind == "python" ? ResponseAction::Kind::kPython
+                                       : ResponseAction::Kind::kFail;
+    action.python = item.GetString("python");
     actions.push_back(std::move(action));
   }
   return actions;
@@ -171,6 +173,7 @@ class ResourceReader {
     spec.destination_id = merged.GetString("destination_id", spec.name);
     spec.parallel = reader.Integer("parallel");
     spec.response_actions = ActionsOf(merged.Find("response_actions"));
+    CheckActions(index, spec.response_actions);
     if (const Value* auth = merged.Find("auth"); auth != nullptr && auth->is_map()) {
       spec.auth = *auth;
     }
@@ -186,6 +189,17 @@ class ResourceReader {
     }
     if (!reader.status().ok()) Violation(index, "", reader.status().message());
     analysis_.resources.push_back(std::move(spec));
+  }
+
+  // `python` goes with `action: python`, and only there.
+  void CheckActions(size_t index, const std::vector<ResponseAction>& actions) {
+    for (size_t i = 0; i < actions.size(); ++i) {
+      bool is_python = actions[i].action == ResponseAction::Kind::kPython;
+      if (is_python == !actions[i].python.empty()) continue;
+      Violation(index, fmt::format("response_actions[{}].python", i),
+                is_python ? "action python needs the hook's code in `python`"
+                          : "`python` is the code of an action python; this action is another");
+    }
   }
 
   void ReadPaging(size_t index, const Value& merged, ResourceSpec& spec) {
