@@ -132,8 +132,11 @@ bigquery_start() {
   fi
   log "bigquery: starting bqemulator on 127.0.0.1:$port (gRPC $grpc_port)"
   started=$(date +%s%N)
+  # Through scripts/servers/bqemulator_serialized.py: bqemulator itself can deadlock when a REST
+  # request and a Storage Write append reach its DuckDB connection at once (see that file).
   HOME="$emulators_venv/home" BQEMU_GCS_LOCAL_ROOT="$gcs_dir/data/.cloudstorage" \
-    setsid nohup "$emulators_venv/bin/bqemulator" start --rest-host 127.0.0.1 \
+    setsid nohup "$emulators_venv/bin/python" "$root/scripts/servers/bqemulator_serialized.py" start \
+    --rest-host 127.0.0.1 \
     --rest-port "$port" --grpc-host 127.0.0.1 --grpc-port "$grpc_port" \
     --project "$bigquery_project" --persistent --data-dir "$bigquery_dir/data" \
     --log-level warning </dev/null >"$bigquery_dir/server.log" 2>&1 &
