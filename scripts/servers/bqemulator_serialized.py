@@ -13,6 +13,7 @@ Threading locks release the GIL while they wait, so the side that holds the conn
 finishes. The emulator served requests one at a time before; it still does, but no longer
 deadlocks."""
 
+import functools
 import sys
 import threading
 
@@ -43,11 +44,11 @@ class SerializedRequests:
 
 
 def with_lock(function):
+    @functools.wraps(function)
     def locked(*args, **kwargs):
         with LOCK:
             return function(*args, **kwargs)
 
-    locked.__name__ = function.__name__
     return locked
 
 

@@ -51,15 +51,7 @@ class ProcessRunnerTest : public testing::Test {
 
 TEST_F(ProcessRunnerTest, RecordsFlowToTheDestinationAndTheJobSucceeds) {
   RunnerResult result = Run(Pages(3, 2));
-  ASSERT_TRUE(result.producer && result.consumer);
-  EXPECT_TRUE(result.producer->error.ok()) << result.producer->error.ToString();
-  EXPECT_TRUE(result.consumer->ok()) << result.consumer->error.ToString();
-  EXPECT_TRUE(OutcomeOf(result, RunRole::kAll).success);
-  EXPECT_EQ(harness_.destination.Ids(),
-            (std::vector<std::string>{"p0-0", "p0-1", "p1-0", "p1-1", "p2-0", "p2-1"}));
-  EXPECT_EQ(harness_.RecordedPaginations(),
-            (std::vector<std::string>{R"({"page":1})", R"({"page":2})", "null"}));
-  EXPECT_EQ(harness_.JobState(), JobStatus::kSucceeded);
+  harness_.ExpectThreePagesOfTwoLanded(result);
 }
 
 TEST_F(ProcessRunnerTest, AFailedConsumerTerminatesTheProducerAndKeepsWhatWasRecorded) {

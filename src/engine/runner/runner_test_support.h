@@ -116,6 +116,19 @@ class RunnerHarness {
     return paginations;
   }
 
+  /// Both sides succeeded on Pages(3, 2): six records, a cursor per page, the job succeeded.
+  void ExpectThreePagesOfTwoLanded(const RunnerResult& result) {
+    ASSERT_TRUE(result.producer && result.consumer);
+    EXPECT_TRUE(result.producer->error.ok()) << result.producer->error.ToString();
+    EXPECT_TRUE(result.consumer->ok()) << result.consumer->error.ToString();
+    EXPECT_TRUE(OutcomeOf(result, RunRole::kAll).success);
+    EXPECT_EQ(destination.Ids(),
+              (std::vector<std::string>{"p0-0", "p0-1", "p1-0", "p1-1", "p2-0", "p2-1"}));
+    EXPECT_EQ(RecordedPaginations(),
+              (std::vector<std::string>{R"({"page":1})", R"({"page":2})", "null"}));
+    EXPECT_EQ(JobState(), JobStatus::kSucceeded);
+  }
+
   /// After a source that fails with "page 1 is gone" on the second of its pages of two records:
   /// the producer's failure, a source error, mirrored by the consumer; the first page kept.
   void ExpectTheSourceFailedAtPage1(const RunnerResult& result) {

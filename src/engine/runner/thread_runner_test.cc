@@ -29,16 +29,8 @@ class ThreadRunnerTest : public testing::Test {
 TEST_F(ThreadRunnerTest, RecordsFlowToTheDestinationAndTheJobSucceeds) {
   InMemorySource source(Pages(3, 2));
   RunnerResult result = Run(source);
-  ASSERT_TRUE(result.producer && result.consumer);
-  EXPECT_TRUE(result.producer->error.ok()) << result.producer->error.ToString();
-  EXPECT_TRUE(result.consumer->ok()) << result.consumer->error.ToString();
   EXPECT_FALSE(result.stream.has_value());
-  EXPECT_TRUE(OutcomeOf(result, RunRole::kAll).success);
-  EXPECT_EQ(harness_.destination.Ids(),
-            (std::vector<std::string>{"p0-0", "p0-1", "p1-0", "p1-1", "p2-0", "p2-1"}));
-  EXPECT_EQ(harness_.RecordedPaginations(),
-            (std::vector<std::string>{R"({"page":1})", R"({"page":2})", "null"}));
-  EXPECT_EQ(harness_.JobState(), JobStatus::kSucceeded);
+  harness_.ExpectThreePagesOfTwoLanded(result);
 }
 
 TEST_F(ThreadRunnerTest, AFailedConsumerStopsTheProducerAndKeepsWhatWasRecorded) {
