@@ -78,3 +78,4 @@ fi
 
 "$(dirname "${BASH_SOURCE[0]}")/librdkafka.sh"
 "$(dirname "${BASH_SOURCE[0]}")/googleapis-protos.sh"
+"$(dirname "${BASH_SOURCE[0]}")/duckdb.sh"
