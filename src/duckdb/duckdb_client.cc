@@ -133,14 +133,13 @@ DuckConnection::~DuckConnection() {
   if (handle_ != nullptr) duckdb_disconnect(&handle_);
 }
 
-Status DuckConnection::Error(std::string_view what, std::string_view detail,
-                             int error_type) const {
-  return Status(CodeFor(error_type),
-                fmt::format("DuckDB {} ({}): {}", what, database_->path().empty()
-                                                             ? std::string_view(":memory:")
-                                                             : database_->path(),
-                            detail),
-                database_->failure_class());
+Status DuckConnection::Error(std::string_view what, std::string_view detail, int error_type) const {
+  return Status(
+      CodeFor(error_type),
+      fmt::format("DuckDB {} ({}): {}", what,
+                  database_->path().empty() ? std::string_view(":memory:") : database_->path(),
+                  detail),
+      database_->failure_class());
 }
 
 Result<DuckRows> DuckConnection::Query(std::string_view sql, const std::vector<DuckParam>& params) {
@@ -154,8 +153,8 @@ Result<DuckRows> DuckConnection::Query(std::string_view sql, const std::vector<D
   } else {
     PreparedGuard prepared;
     if (duckdb_prepare(handle_, text.c_str(), &prepared.statement) != DuckDBSuccess) {
-      return Fail(Error("query failed", duckdb_prepare_error(prepared.statement),
-                        DUCKDB_ERROR_PARSER));
+      return Fail(
+          Error("query failed", duckdb_prepare_error(prepared.statement), DUCKDB_ERROR_PARSER));
     }
     for (size_t i = 0; i < params.size(); ++i) {
       if (Bind(prepared.statement, i + 1, params[i]) != DuckDBSuccess) {
@@ -212,8 +211,8 @@ Result<DuckAppender> DuckAppender::Open(DuckConnection& connection, std::string_
   duckdb_appender handle = nullptr;
   std::string schema_text(schema);
   std::string table_text(table);
-  if (duckdb_appender_create(connection.handle(), schema_text.empty() ? nullptr
-                                                                      : schema_text.c_str(),
+  if (duckdb_appender_create(connection.handle(),
+                             schema_text.empty() ? nullptr : schema_text.c_str(),
                              table_text.c_str(), &handle) != DuckDBSuccess) {
     duckdb_error_data error = duckdb_appender_error_data(handle);
     std::string message = duckdb_error_data_message(error);
@@ -264,7 +263,7 @@ void DuckAppender::Date(int32_t days) { Check(duckdb_append_date(handle_, duckdb
 Status DuckAppender::Error(std::string_view what) {
   duckdb_error_data error = duckdb_appender_error_data(handle_);
   std::string message = duckdb_error_data_has_error(error) ? duckdb_error_data_message(error)
-                                                            : std::string("unknown error");
+                                                           : std::string("unknown error");
   int type = duckdb_error_data_error_type(error);
   duckdb_destroy_error_data(&error);
   return Status(CodeFor(type), fmt::format("DuckDB {}: {}", what, message),

@@ -63,13 +63,15 @@ TEST_F(DuckClientTest, AppendsTypedRowsAndQueriesThemAsText) {
 
 TEST_F(DuckClientTest, BindsParameters) {
   DuckConnection connection = Connect("");
-  ASSERT_TRUE(connection.Execute("CREATE TABLE kv (k VARCHAR, v BIGINT, f DOUBLE, b BOOLEAN)").ok());
+  ASSERT_TRUE(
+      connection.Execute("CREATE TABLE kv (k VARCHAR, v BIGINT, f DOUBLE, b BOOLEAN)").ok());
   ASSERT_TRUE(connection
                   .Execute("INSERT INTO kv VALUES ($1, $2, $3, $4)",
                            {std::string("a'); DROP TABLE kv; --"), int64_t{42}, 0.5, false})
                   .ok());
-  ASSERT_TRUE(connection.Execute("INSERT INTO kv VALUES ($1, $2, $3, $4)",
-                                 {std::string("b"), nullptr, nullptr, nullptr})
+  ASSERT_TRUE(connection
+                  .Execute("INSERT INTO kv VALUES ($1, $2, $3, $4)",
+                           {std::string("b"), nullptr, nullptr, nullptr})
                   .ok());
   auto value = connection.QueryValue("SELECT v FROM kv WHERE k = $1",
                                      {std::string("a'); DROP TABLE kv; --")});
