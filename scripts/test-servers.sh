@@ -13,7 +13,8 @@
 #
 # Servers: postgres (BIZON_PG_*), kafka (BIZON_KAFKA_BOOTSTRAP), rabbitmq (BIZON_RABBITMQ_*),
 # bigquery (BIGQUERY_EMULATOR_HOST, BIGQUERY_STORAGE_EMULATOR_HOST, BIZON_BIGQUERY_*) and gcs
-# (STORAGE_EMULATOR_HOST, BIZON_GCS_*): the Google emulators, from build/emulators-venv.
+# (STORAGE_EMULATOR_HOST, BIZON_GCS_*): the Google emulators, from build/emulators-venv; s3
+# (BIZON_S3_*): versitygw, an S3 server built from its pinned Go module.
 # postgres, kafka and rabbitmq also run TLS (and SASL) listeners with a throw-away CA made by
 # openssl (BIZON_TLS_*, BIZON_PG_TLS_*, BIZON_KAFKA_SASL_*, BIZON_KAFKA_SSL_BOOTSTRAP,
 # BIZON_RABBITMQ_TLS_PORT); when those cannot start, the plain servers start as before.
@@ -21,8 +22,8 @@
 # stops, then starts again on the same port with the same data.
 #
 # Layout: this file is the entry point (the commands, the lock, the parallel start); the servers
-# live in scripts/servers/: postgres.sh, kafka.sh, rabbitmq.sh, and google.sh (bigquery and gcs,
-# which share the emulators' virtualenv and helpers). tls.sh makes the throw-away CA, and
+# live in scripts/servers/: postgres.sh, kafka.sh, rabbitmq.sh, google.sh (bigquery and gcs,
+# which share the emulators' virtualenv and helpers) and s3.sh. tls.sh makes the throw-away CA, and
 # common.sh holds the helpers they all use (log, die, port_is_free, free_port_from, terminate)
 # and the paths (root, state_root).
 #
@@ -47,8 +48,10 @@ source "$root/scripts/servers/kafka.sh"
 source "$root/scripts/servers/rabbitmq.sh"
 # shellcheck source=SCRIPTDIR/servers/google.sh
 source "$root/scripts/servers/google.sh"
+# shellcheck source=SCRIPTDIR/servers/s3.sh
+source "$root/scripts/servers/s3.sh"
 
-servers=(postgres kafka rabbitmq bigquery gcs)
+servers=(postgres kafka rabbitmq bigquery gcs s3)
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//' >&2
