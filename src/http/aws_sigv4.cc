@@ -87,7 +87,7 @@ std::string CanonicalQuery(std::string_view query) {
   std::string canonical;
   for (const auto& [name, value] : pairs) {
     if (!canonical.empty()) canonical += '&';
-    canonical += name + "=" + value;
+    canonical.append(name).append("=").append(value);
   }
   return canonical;
 }
@@ -121,7 +121,7 @@ Status SignAwsV4(HttpRequest& request, const AwsCredentials& credentials, std::s
   std::string canonical_headers;
   std::string signed_headers;
   for (const auto& [name, value] : headers) {
-    canonical_headers += name + ":" + value + "\n";
+    canonical_headers.append(name).append(":").append(value).append("\n");
     signed_headers += (signed_headers.empty() ? "" : ";") + name;
   }
   std::string canonical_request =

@@ -76,7 +76,8 @@ std::string EnvOr(const std::string& value, const char* name) {
 class S3ObjectStore final : public ObjectStore {
  public:
   S3ObjectStore(S3Settings settings, AwsCredentials credentials)
-      : settings_(std::move(settings)), session_(SessionOptions(settings_, credentials)) {}
+      : settings_(std::move(settings)),
+        session_(SessionOptions(settings_, std::move(credentials))) {}
 
   Status PutFile(const std::string& name, const std::string& local_path) override {
     std::ifstream in(local_path, std::ios::binary);
@@ -150,7 +151,7 @@ class S3ObjectStore final : public ObjectStore {
     return url;
   }
 
-  Result<HttpResponse> Send(HttpRequest request, std::string_view what, bool missing_ok) {
+  Result<HttpResponse> Send(const HttpRequest& request, std::string_view what, bool missing_ok) {
     auto response = session_.Send(request);
     if (!response.has_value()) {
       return Fail(response.error().Reclassified(FailureClass::kDestination));
@@ -164,7 +165,7 @@ class S3ObjectStore final : public ObjectStore {
                             HttpHeaders headers, bool missing_ok = false) {
     HttpRequest request{
         .method = method, .url = Url(name), .headers = std::move(headers), .body = std::move(body)};
-    return Send(std::move(request), Uri(name), missing_ok);
+    return Send(request, Uri(name), missing_ok);
   }
 
   S3Settings settings_;
@@ -183,7 +184,7 @@ Result<std::vector<StoredObject>> S3ObjectStore::List(const std::string& prefix)
     }
     HttpRequest request{.method = "GET", .url = Url("", encoded)};
     BIZON_ASSIGN_OR_RETURN(HttpResponse response,
-                           Send(std::move(request), Uri(prefix + "*"), /*missing_ok=*/false));
+                           Send(request, Uri(prefix + "*"), /*missing_ok=*/false));
     for (std::string_view contents : XmlValues(response.body, "Contents")) {
       auto keys = XmlValues(contents, "Key");
       auto sizes = XmlValues(contents, "Size");
