@@ -68,6 +68,9 @@ struct FieldSpec {
   bool secret = false;
   /// Non-empty: the key is deprecated and this text says what to do instead.
   std::string deprecated;
+  /// Non-empty: the key is accepted (the original took it) but changes nothing here; this text
+  /// says why. A value other than the default gets a warning naming the key.
+  std::string no_effect;
 
   // kObject
   std::vector<FieldSpec> fields;
@@ -128,6 +131,8 @@ class Option {
   Option& Example(std::string example);
   /// Deprecated; `instead` says what to do instead.
   Option& Deprecated(std::string instead);
+  /// Accepted for compatibility but without effect; `why` says why.
+  Option& NoEffect(std::string why);
   Option& OnUnknownKeys(UnknownKeys policy);
   /// The values of a Map.
   Option& Items(FieldSpec item);

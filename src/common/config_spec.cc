@@ -101,6 +101,11 @@ Option& Option::Deprecated(std::string instead) {
   return *this;
 }
 
+Option& Option::NoEffect(std::string why) {
+  spec_.no_effect = std::move(why);
+  return *this;
+}
+
 Option& Option::OnUnknownKeys(UnknownKeys policy) {
   spec_.unknown_keys = policy;
   return *this;

@@ -115,8 +115,11 @@ FieldSpec DestinationField(const ConnectorRegistry& registry) {
         {.tag = descriptor->name,
          .description = descriptor->description,
          .fields = {Option::String("name").Required(),
-                    Option::String("alias", "Name used as the system type in metrics.")
-                        .Default(descriptor->alias),
+                    Option::String("alias",
+                                   "The original's name for the destination's "
+                                   "system type in metrics.")
+                        .Default(descriptor->alias)
+                        .NoEffect("metrics name the destination by its `name`"),
                     Option::Object("config", std::move(config_fields), "Destination settings.")
                         .Required()
                         .OnUnknownKeys(descriptor->config.unknown_keys)},
@@ -171,7 +174,9 @@ std::vector<FieldSpec> CommonSourceFields() {
           .Default(Value(Value::Map{{"retry_limit", Value(10)}}))
           .OnUnknownKeys(UnknownKeys::kWarn),
       Option::String("source_file_path", "Custom Python source file (same as --custom-source)."),
-      Option::Boolean("init_pipeline", "Kept for compatibility.").Default(true),
+      Option::Boolean("init_pipeline",
+                      "hubspot: false skips reading the object's property list at start-up.")
+          .Default(true),
       HttpField(),
   };
 }

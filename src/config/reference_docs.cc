@@ -61,6 +61,7 @@ void Rows(std::string& out, const std::vector<FieldSpec>& fields, const std::str
     if (field.required) notes.insert(0, "**required.** ");
     if (field.secret) notes += " Secret: masked in output.";
     if (!field.deprecated.empty()) notes += " Deprecated: " + field.deprecated + ".";
+    if (!field.no_effect.empty()) notes += " No effect: " + field.no_effect + ".";
     out += fmt::format("| `{}` | {} | {} | {} |\n", name, TypeText(field), Escape(default_text),
                        Escape(notes));
     if (field.type == FieldType::kObject && field.variants.empty()) {

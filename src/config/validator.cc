@@ -246,9 +246,15 @@ class Walker {
         Error(child_path, child->mark(), "required key must not be null");
         continue;
       }
-      // A deprecated key set to its default (`reset: false`) asks for nothing: no warning.
-      if (!field.deprecated.empty() && !(field.default_value && *child == *field.default_value)) {
+      // A deprecated or no-effect key set to its default (`reset: false`) asks for nothing: no
+      // warning.
+      bool asks = !(field.default_value && *child == *field.default_value);
+      if (!field.deprecated.empty() && asks) {
         Warning(child_path, child->mark(), "deprecated: " + field.deprecated);
+      }
+      if (!field.no_effect.empty() && asks) {
+        Warning(child_path, child->mark(),
+                fmt::format("'{}' has no effect: {}", field.name, field.no_effect));
       }
       out.Set(field.name, Validate(field, *child, child_path));
     }

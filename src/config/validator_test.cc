@@ -27,6 +27,10 @@ FieldSpec ExampleSpec() {
             .type = FieldType::kBoolean,
             .default_value = Value(false),
             .deprecated = "use --reset"},
+           {.name = "poll_every",
+            .type = FieldType::kNumber,
+            .default_value = Value(1),
+            .no_effect = "messages are pushed"},
            {.name = "items", .type = FieldType::kList, .items = {{.type = FieldType::kInteger}}},
            {.name = "backend",
             .type = FieldType::kObject,
@@ -126,6 +130,17 @@ TEST(ValidatorTest, DeprecatedKeyAtItsDefaultDoesNotWarn) {
   ASSERT_TRUE(on.has_warnings());
   EXPECT_EQ(on.diagnostics[0].Format("test.yml"),
             "test.yml:2: legacy_reset: deprecated: use --reset");
+}
+
+TEST(ValidatorTest, NoEffectKeyWarnsUnlessAtItsDefault) {
+  ValidationResult kept = ValidateText("name: x\npoll_every: 1\n");
+  EXPECT_FALSE(kept.has_warnings()) << kept.diagnostics[0].Format("test.yml");
+  ValidationResult changed = ValidateText("name: x\npoll_every: 5\n");
+  EXPECT_FALSE(changed.has_errors());
+  ASSERT_TRUE(changed.has_warnings());
+  EXPECT_EQ(changed.diagnostics[0].Format("test.yml"),
+            "test.yml:2: poll_every: 'poll_every' has no effect: messages are pushed");
+  EXPECT_EQ(changed.normalized.Find("poll_every")->AsDouble(), 5);
 }
 
 TEST(ValidatorTest, ListItemsAreValidatedWithIndexInPath) {

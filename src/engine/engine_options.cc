@@ -26,11 +26,12 @@ FieldSpec RunnerField() {
                      "sources and transforms import ahead of bizon's own; empty: the active one "
                      "($VIRTUAL_ENV), if any.")
           .Default(""),
-      Option::Number("consumer_start_delay", "Kept for compatibility; the consumer starts at once.")
-          .Default(2),
-      Option::Number("is_alive_check_interval",
-                     "Kept for compatibility; failures are signalled at once.")
-          .Default(2),
+      Option::Number("consumer_start_delay", "Kept for compatibility.")
+          .Default(2)
+          .NoEffect("the consumer starts at once"),
+      Option::Number("is_alive_check_interval", "Kept for compatibility.")
+          .Default(2)
+          .NoEffect("a failing producer or consumer stops the run at once, without polling"),
   };
   return Option::Object(
              "runner",

@@ -41,8 +41,8 @@ ConfigSection MonitoringSection() {
               {Option::Enum("type", {"datadog", "otel"},
                             "datadog (DogStatsD and the agent's trace intake) or otel (OTLP/HTTP).")
                    .Required(),
-               Option::Boolean("enable_tracing",
-                               "Kept for compatibility; config.enable_tracing is the one read."),
+               Option::Boolean("enable_tracing", "Kept for compatibility.")
+                   .NoEffect("config.enable_tracing is the one read"),
                MonitoringConfigField()},
               "Metrics and tracing."),
           .check = CheckMonitoring};

@@ -49,6 +49,32 @@ def with_extra(config: dict, case: str) -> dict:
             "webhook_url": "http://127.0.0.1:9/hook", "channel": "#alerts"}}
     elif case == "record_schema":
         config["destination"] = BIGQUERY
+    elif case == "runner_delays":
+        config["engine"] = {"runner": {"type": "thread", "config": {
+            "consumer_start_delay": 5, "is_alive_check_interval": 7}}}
+    elif case == "echo_engine":
+        config["engine"] = {"backend": {"type": "sqlite", "config": {
+            "database": "bizon", "schema": "public", "syncCursorInDBEvery": 2,
+            "echoEngine": True}}}
+    elif case == "queue_poll":
+        config["engine"] = {"queue": {"type": "python_queue", "config": {
+            "max_nb_messages": 100, "consumer": {"poll_interval": 3}}}}
+    elif case == "destination_alias":
+        config["destination"]["alias"] = "my_logger"
+    elif case == "kafka_json":
+        config["source"] = {
+            "name": "kafka", "stream": "topic", "sync_mode": "stream",
+            "bootstrap_servers": "127.0.0.1:9", "message_encoding": "json",
+            "topics": [{"name": "t", "destination_id": "t"}],
+            "authentication": {"type": "basic", "params": {"username": "u", "password": "p"}}}
+    elif case == "cycle_bearer":
+        config["source"] = {"name": "cycle", "stream": "customers", "slug": "acme",
+                            "authentication": {"type": "bearer", "params": {"token": "t"}}}
+    elif case == "cycle_without_slug":
+        config["source"] = {"name": "cycle", "stream": "customers",
+                            "authentication": {"type": "api_key", "params": {"token": "t"}}}
+    elif case == "negative_max_iterations":
+        config["source"]["max_iterations"] = -1
     elif case == "queue_config":
         config["engine"] = {"queue": {"type": "python_queue", "config": {
             "max_nb_messages": 100, "unknown_q": 1}}}
@@ -66,6 +92,27 @@ ACCEPTED = {
                       "unknown key 'nullable' is ignored"),
 }
 REFUSED = {"queue_config": "engine.queue.config.unknown_q: unknown key 'unknown_q'"}
+# case -> the error ours gives for a config the original builds but cannot run as written
+# (docs/migration.md, "Configs refused here that the original builds").
+REFUSED_HERE = {
+    "kafka_json": "source.message_encoding: expected one of avro, utf-8, got 'json'",
+    "cycle_bearer": "source.authentication.type: expected one of api_key, got 'bearer'",
+    "cycle_without_slug": "source.slug: required key is missing",
+    "negative_max_iterations": "source.max_iterations: must be at least 0, got -1",
+}
+# case -> the warnings ours gives for keys it accepts but that change nothing here.
+NO_EFFECT = {
+    "runner_delays": ["engine.runner.config.consumer_start_delay: 'consumer_start_delay' has no "
+                      "effect: the consumer starts at once",
+                      "engine.runner.config.is_alive_check_interval: 'is_alive_check_interval' "
+                      "has no effect: a failing producer or consumer stops the run at once"],
+    "echo_engine": ["engine.backend.config.echoEngine: 'echoEngine' has no effect: there is no "
+                    "SQLAlchemy engine to echo"],
+    "queue_poll": ["engine.queue.config.consumer.poll_interval: 'poll_interval' has no effect: "
+                   "the consumer wakes as soon as a message arrives"],
+    "destination_alias": ["destination.alias: 'alias' has no effect: metrics name the "
+                          "destination by its `name`"],
+}
 
 ORIGINAL_VERDICTS = """
 import json, os, sys
@@ -86,7 +133,7 @@ json.dump(verdicts, open(sys.argv[2], "w"))
 def cases(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("compat_configs")
     paths = {}
-    for case in [*ACCEPTED, *REFUSED]:
+    for case in [*ACCEPTED, *REFUSED, *NO_EFFECT, *REFUSED_HERE]:
         folder = root / case
         folder.mkdir()
         path = folder / "config.yml"
@@ -127,3 +174,25 @@ def test_a_key_the_original_refuses_stays_refused(bizon, cases, original_verdict
     assert "extra_forbidden" in original_verdicts[case] or "Extra inputs" in original_verdicts[case]
     result = bizon.run("config", "validate", cases[case], check=1)
     assert REFUSED[case] in result.stderr
+
+
+@pytest.mark.parametrize("case", sorted(NO_EFFECT))
+def test_a_key_without_effect_here_is_accepted_with_a_warning_naming_it(bizon, cases,
+                                                                         original_verdicts, case):
+    assert original_verdicts[case] == "accepted"
+    result = bizon.run("config", "validate", cases[case], check=0)
+    warnings = [line for line in result.stderr.splitlines() if "has no effect" in line]
+    assert len(warnings) == len(NO_EFFECT[case]), result.stderr
+    for expected in NO_EFFECT[case]:
+        assert any(expected in line and line.startswith("warning: ") for line in warnings), (
+            expected, result.stderr)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_HERE))
+def test_a_config_the_original_builds_but_cannot_run_is_refused_with_its_line(
+        bizon, cases, original_verdicts, case):
+    assert original_verdicts[case] == "accepted"
+    result = bizon.run("config", "validate", cases[case], check=1)
+    assert f"{cases[case]}:" in result.stderr and REFUSED_HERE[case] in result.stderr, result.stderr
+    migration = (ROOT / "docs" / "migration.md").read_text()
+    assert "Configs refused here that the original builds" in migration

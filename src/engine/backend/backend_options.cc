@@ -20,7 +20,10 @@ FieldSpec BackendConfig(bool postgres) {
                       "Write the source cursor to the backend every N iterations.")
           .Default(10)
           .Minimum(1),
-      Option::Boolean("echoEngine", "Log every SQL statement.").Default(false),
+      Option::Boolean("echoEngine", "The original's SQLAlchemy statement log.")
+          .Default(false)
+          .NoEffect("there is no SQLAlchemy engine to echo; `--log-level DEBUG` logs the "
+                    "backend's work"),
   };
   if (postgres) {
     fields.push_back(Option::String("host", "PostgreSQL host.").Required());

@@ -42,9 +42,9 @@ FieldSpec PythonQueueConfig() {
                   .Default(Value::EmptyMap())
                   .OnUnknownKeys(UnknownKeys::kWarn),
               Option::Object("consumer",
-                             {Option::Number("poll_interval",
-                                             "Seconds between polls (kept for compatibility).")
-                                  .Default(1)},
+                             {Option::Number("poll_interval", "Kept for compatibility.")
+                                  .Default(1)
+                                  .NoEffect("the consumer wakes as soon as a message arrives")},
                              "Consumer settings.")
                   .Default(Value::EmptyMap())},
              "In-process queue settings.")
@@ -53,11 +53,12 @@ FieldSpec PythonQueueConfig() {
 
 /// Shared by the network queues.
 std::vector<FieldSpec> NetworkQueueLimits() {
-  return {MaxNbMessages("Kept for compatibility (unused: max_bytes bounds the queue)."),
-          ByteLimit("max_bytes",
-                    "The producer pauses while this many bytes are published but not yet "
-                    "written by the consumer (at least twice the destination buffer).",
-                    268435456, 1)};
+  return {
+      MaxNbMessages("Kept for compatibility.").NoEffect("max_bytes bounds the queue of a broker"),
+      ByteLimit("max_bytes",
+                "The producer pauses while this many bytes are published but not yet "
+                "written by the consumer (at least twice the destination buffer).",
+                268435456, 1)};
 }
 
 /// queue.authentication of the kafka queue: the kafka source's basic credentials (SASL, PLAIN
@@ -101,11 +102,12 @@ FieldSpec KafkaQueueConfigField() {
                .Default("bizon"),
            Option::String("auto_offset_reset", "Where a group without committed offsets starts.")
                .Default("earliest"),
-           Option::Boolean("enable_auto_commit",
-                           "Kept for compatibility: offsets are always committed after the "
-                           "destination wrote the records.")
-               .Default(true),
-           Option::Integer("consumer_timeout_ms", "Kept for compatibility (unused).").Default(1000),
+           Option::Boolean("enable_auto_commit", "Kept for compatibility.")
+               .Default(true)
+               .NoEffect("offsets are committed once the destination wrote the records"),
+           Option::Integer("consumer_timeout_ms", "Kept for compatibility.")
+               .Default(1000)
+               .NoEffect("the consumer waits for messages as long as the run lasts"),
            ByteLimit("prefetch_bytes", "Bytes the consumer may fetch ahead of the destination.",
                      67108864, 1048576)})
           .Default(Value::EmptyMap()),
@@ -153,7 +155,9 @@ FieldSpec RabbitmqQueueConfigField() {
           .Required(),
       Option::Object(
           "consumer",
-          {Option::Number("poll_interval", "Kept for compatibility (unused).").Default(1),
+          {Option::Number("poll_interval", "Kept for compatibility.")
+               .Default(1)
+               .NoEffect("messages are pushed to the consumer as they arrive"),
            Option::Integer("prefetch_count",
                            "basic.qos prefetch the consumer starts with; it grows while the "
                            "unacknowledged messages hold less than prefetch_bytes.")
