@@ -16,6 +16,8 @@
 // | Download        | GET /storage/v1/b/B/o/N?alt=media                                       |
 // | GetObject       | GET /storage/v1/b/B/o/N (metadata)                                      |
 // | Delete          | DELETE /storage/v1/b/B/o/N (any 2xx: the emulator answers 200, GCS 204)  |
+// | Copy            | POST /storage/v1/b/B/o/N/rewriteTo/b/B2/o/N2, again with the answer's   |
+// |                 | rewriteToken until it says done (large objects across locations)       |
 // | ListPage        | GET /storage/v1/b/B/o?prefix=&delimiter=&pageToken=&maxResults=          |
 //
 // Object names are percent-encoded in paths ('/' included), as the API requires.
@@ -166,6 +168,11 @@ class GcsClient {
   Result<GcsObject> GetObject(std::string_view bucket, std::string_view name);
   /// A missing object is kNotFound.
   Status Delete(std::string_view bucket, std::string_view name);
+  /// Server-side copy of bucket/name to to_bucket/to_name (replacing it), through objects.rewrite
+  /// (which, unlike copyTo, may take several calls: each answer carries a token to continue
+  /// with). A missing source is kNotFound.
+  Result<GcsObject> Copy(std::string_view bucket, std::string_view name, std::string_view to_bucket,
+                         std::string_view to_name);
   /// One page of the bucket's objects.
   Result<GcsListPage> ListPage(std::string_view bucket, const GcsListOptions& options);
   /// Every object under `prefix`, following pageToken across pages.

@@ -15,6 +15,8 @@
 #include <optional>
 
 #include "connectors/destinations/destination_record.h"
+#include "connectors/destinations/file/local_part_store.h"
+#include "connectors/destinations/parquet/parts_destination.h"
 #include "connectors/registration.h"
 
 namespace bizon {
@@ -548,25 +550,65 @@ Status FileDestination::OnJobSucceeded() {
   return Status::Ok();
 }
 
+namespace {
+
+/// The file destination's `format: parquet`: Parquet parts in directories (LocalPartStore).
+Result<std::unique_ptr<Destination>> MakeParquetFileDestination(
+    const DestinationContext& context, std::string default_destination_id) {
+  PartsDestinationOptions options{.sync = context.sync,
+                                  .job_abandoned = context.job_abandoned,
+                                  .default_destination_id = std::move(default_destination_id),
+                                  .unnest = context.config.GetBool("unnest", false),
+                                  .label = "file destination"};
+  options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
+                            .value_or(ParquetCompression::kZstd);
+  BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
+  for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
+  auto store = std::make_unique<LocalPartStore>(options.default_destination_id);
+  if (Status checked = store->CheckId(options.default_destination_id); !checked.ok()) {
+    return Fail(checked.WithFailureClass(FailureClass::kConfig));
+  }
+  return std::unique_ptr<Destination>(
+      std::make_unique<PartsDestination>(std::move(options), std::move(store)));
+}
+
+std::vector<ConfigRuleViolation> CheckFileConfig(const Value& config, SyncMode) {
+  if (config.GetString("format", "json") != "parquet") return {};
+  return CheckParquetSchemas(config);
+}
+
+}  // namespace
+
 Status RegisterFileDestination(ConnectorRegistry& registry) {
   return registry.AddDestination({
       .name = "file",
-      .description = "Local NDJSON files, published atomically.",
+      .description = "Local files: NDJSON, or Parquet parts in a directory per table; published "
+                     "atomically, exactly once.",
       .alias = "file",
       .config = {.fields = {{.name = "format",
                              .type = FieldType::kEnum,
-                             .description = "Output format; json (NDJSON) is the only one.",
+                             .description = "Output format: json (NDJSON, one file per table) or "
+                                            "parquet (a directory of part files per table).",
                              .default_value = Value("json"),
-                             .enum_values = {"json"}}},
+                             .enum_values = {"json", "parquet"}},
+                            {.name = "compression",
+                             .type = FieldType::kEnum,
+                             .description = "Parquet compression codec (format: parquet only).",
+                             .default_value = Value("zstd"),
+                             .enum_values = {"zstd", "snappy"}}},
                  .unknown_keys = UnknownKeys::kError},
       .check_destination_id = [](std::string_view destination_id,
                                  SyncMode) { return CheckFileDestinationId(destination_id); },
+      .check_config = CheckFileConfig,
       .factory = [](const DestinationContext& context) -> Result<std::unique_ptr<Destination>> {
         auto destination = std::make_unique<FileDestination>(context);
         // `config validate` refuses a bad configured id; this guards every other way in.
         if (Status checked = CheckFileDestinationId(destination->default_destination_id());
             !checked.ok()) {
           return Fail(checked.WithFailureClass(FailureClass::kConfig));
+        }
+        if (context.config.GetString("format", "json") == "parquet") {
+          return MakeParquetFileDestination(context, destination->default_destination_id());
         }
         return destination;
       },

@@ -1,0 +1,106 @@
+// ParquetPartWriter: rows of one destination table gathered in an in-memory DuckDB table and
+// written out as Parquet part files by DuckDB's own Parquet writer (COPY ... FORMAT parquet).
+//
+// Columns are either the destination record (bizon_id, bizon_extracted_at, bizon_loaded_at,
+// source_record_id, source_timestamp, source_data: timestamps as UTC TIMESTAMPs, source_data as
+// JSON text), or, with unnest, the typed columns of a `record_schemas` entry filled from the
+// payload's keys.
+//
+// Each WritePart() writes every row appended since the last part as one file with one row group
+// (the destinations call it at each durable point, so a row group holds `buffer_size` of
+// records) and empties the table; making the file durable is the caller's (PartStore::Stage).
+// Discard() drops those rows instead.
+//
+// Lifecycle: one writer per table, used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bizon/config_spec.h"
+#include "bizon/record_batch.h"
+#include "bizon/status.h"
+#include "bizon/value.h"
+
+namespace bizon {
+
+enum class ParquetColumnType {
+  kText,
+  kBigint,
+  kDouble,
+  kNumeric,
+  kBoolean,
+  kTimestamp,
+  kDate,
+  kJson
+};
+
+/// The column type of a record_schemas `type` (string, INTEGER, FLOAT64, NUMERIC, BOOLEAN,
+/// TIMESTAMP, DATE, JSON and their usual spellings), case-insensitively; nullopt otherwise.
+std::optional<ParquetColumnType> ParseParquetColumnType(std::string_view type);
+
+struct ParquetColumn {
+  std::string name;
+  ParquetColumnType type = ParquetColumnType::kText;
+};
+
+enum class ParquetCompression { kZstd, kSnappy };
+
+/// "zstd" or "snappy"; nullopt otherwise.
+std::optional<ParquetCompression> ParseParquetCompression(std::string_view name);
+
+/// The unnest columns of each record_schemas entry of a destination config, by destination id.
+/// A type no column can hold is kInvalidArgument (failure class config) naming the YAML path.
+Result<std::vector<std::pair<std::string, std::vector<ParquetColumn>>>> ReadParquetSchemas(
+    const Value& config);
+
+/// check_config of a destination writing Parquet: each record_schemas column type must be one
+/// ParseParquetColumnType knows. Violations carry `record_schemas[i].record_schema[j].type`.
+std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config);
+
+class ParquetPartWriter {
+ public:
+  /// `columns`: nullopt for the destination record's columns, else the unnest columns.
+  static Result<std::unique_ptr<ParquetPartWriter>> Make(
+      std::optional<std::vector<ParquetColumn>> columns, ParquetCompression compression);
+  ~ParquetPartWriter();
+  ParquetPartWriter(const ParquetPartWriter&) = delete;
+  ParquetPartWriter& operator=(const ParquetPartWriter&) = delete;
+
+  /// Appends record `i` of `batch` as a destination record (a fresh bizon_id per row).
+  Status AppendRecord(const RecordBatch& batch, size_t i, int64_t loaded_at_us);
+  /// Appends the unnest columns of a payload, which must be a JSON object holding exactly the
+  /// declared keys; a value the column's type cannot take is kInvalidArgument naming the record.
+  Status AppendUnnested(std::string_view payload, std::string_view record_id);
+
+  /// Rows appended since the last part.
+  int64_t rows() const { return rows_; }
+
+  /// Writes the rows appended since the last part to `path` (replacing it) and starts an empty
+  /// part.
+  Status WritePart(const std::string& path);
+  /// Drops the rows appended since the last part.
+  Status Discard();
+
+ private:
+  struct Engine;
+  ParquetPartWriter(std::unique_ptr<Engine> engine,
+                    std::optional<std::vector<ParquetColumn>> columns,
+                    ParquetCompression compression);
+  Status StartTable();
+  void AppendUuid();
+
+  std::unique_ptr<Engine> engine_;
+  std::optional<std::vector<ParquetColumn>> columns_;
+  ParquetCompression compression_;
+  int64_t rows_ = 0;
+  std::mt19937_64 random_;
+  std::string scratch_;
+};
+
+}  // namespace bizon
