@@ -402,3 +402,21 @@ def test_registry_basic_auth_is_sent_and_kept_out_of_logs(bizon, kafka, schema_r
     granted = [r for r in schema_registry.requests if r.status == 200]
     assert [(r.method, r.path, r.user) for r in granted] == [
         ("GET", f"/apis/registry/v2/ids/globalIds/{schema_id}", "reader")]
+
+
+def test_commit_offsets_production_commits_only_under_environment_production(bizon, kafka):
+    """The original committed a stream's offsets only with ENVIRONMENT=production; ours always
+    does, unless `commit_offsets: production` asks for the original's rule. Progress is kept by
+    the backend's cursor either way: the second run resumes after the first one's records."""
+    topic = kafka.create_topic(partitions=1)
+    kafka.produce(topic, [{"id": i} for i in range(10)])
+    source = kafka_source(kafka, {topic: "events"}, group_id=(consumer_group := group()),
+                          commit_offsets="production")
+    config = bizon.write("p.yml", config_text(source))
+    stream_until(bizon, config, {"events": 10}, env={"ENVIRONMENT": "staging"})
+    assert kafka.committed_offsets(consumer_group, topic) == {}
+
+    kafka.produce(topic, [{"id": i} for i in range(10, 15)])
+    stream_until(bizon, config, {"events": 15}, env={"ENVIRONMENT": "production"})
+    assert kafka.committed_offsets(consumer_group, topic) == kafka.end_offsets(topic) == {0: 15}
+    assert sorted(record["value"]["id"] for record in data_of(bizon, "events")) == list(range(15))

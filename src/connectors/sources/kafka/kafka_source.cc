@@ -213,6 +213,22 @@ std::string StaticMemberId(std::string_view pipeline, std::string_view host,
   return id + suffix;
 }
 
+namespace {
+
+/// commit_offsets: production commits the group's offsets only under ENVIRONMENT=production, as
+/// the original did.
+bool CommitsOffsets(const Value& config) {
+  if (config.GetString("commit_offsets") != "production") return true;
+  const char* environment = std::getenv("ENVIRONMENT");
+  if (environment != nullptr && std::string_view(environment) == "production") return true;
+  spdlog::info(
+      "kafka source: commit_offsets is 'production' and ENVIRONMENT is not: the group's offsets "
+      "are not committed (the backend's cursor still records progress)");
+  return false;
+}
+
+}  // namespace
+
 Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
   const Value& config = context.config;
   KafkaSourceOptions options;
@@ -230,6 +246,7 @@ Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
   options.batch_size = config.GetInteger("batch_size", 100);
   options.consumer_timeout_s = config.GetInteger("consumer_timeout", 10);
   options.avro = config.GetString("message_encoding", "avro") == "avro";
+  options.commit_offsets = CommitsOffsets(config);
 
   // consumer_config replaces the defaults as a whole (the spec filled them in when absent).
   if (const Value* client = config.Find("consumer_config"); client != nullptr && client->is_map()) {
@@ -833,7 +850,9 @@ Status KafkaSource::RecreateConsumer(std::string_view why) {
 }
 
 Status KafkaSource::Commit(const Value& up_to) {
-  if (options_.sync_mode != SyncMode::kStream || consumer_ == nullptr) return Status::Ok();
+  if (options_.sync_mode != SyncMode::kStream || consumer_ == nullptr || !options_.commit_offsets) {
+    return Status::Ok();
+  }
   if (LostStaticMembership()) {
     // librdkafka dropped its member id after max.poll.interval.ms (a batch slower than that).
     // A commit now would carry our group.instance.id without the member id the broker knows,

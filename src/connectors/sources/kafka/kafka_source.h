@@ -62,6 +62,9 @@ struct KafkaSourceOptions {
   int64_t batch_size = 100;
   int64_t consumer_timeout_s = 10;
   bool avro = true;
+  /// False: Commit() leaves the group's offsets alone (commit_offsets: production outside
+  /// ENVIRONMENT=production).
+  bool commit_offsets = true;
   /// Tells apart processes of one pipeline on one host in its static member id (scale-out).
   std::string member;
   /// The librdkafka settings, in order, with the derived ones (bootstrap.servers, group.id,

@@ -160,6 +160,15 @@ std::vector<FieldSpec> KafkaSourceFields() {
        .nullable = false,
        .default_value = "avro",
        .enum_values = {"avro", "utf-8"}},
+      {.name = "commit_offsets",
+       .type = FieldType::kEnum,
+       .description = "always: the consumer group's offsets follow what the destination wrote; "
+                      "production: only when the environment variable ENVIRONMENT is "
+                      "'production', as the original did (the backend's cursor records progress "
+                      "either way, so a resume is the same).",
+       .nullable = false,
+       .default_value = "always",
+       .enum_values = {"always", "production"}},
       KafkaAuthenticationField(),
   };
 }
