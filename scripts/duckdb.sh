@@ -29,7 +29,9 @@ wanted_stamp="$module@$module_version duckdb $duckdb_version $zip_sha256"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted_stamp" ]]; then
   exit 0
 fi
-if ! command -v go >/dev/null; then
+# The go command: on PATH, else where Go's own installer puts it.
+go_bin="$(command -v go || echo /usr/local/go/bin/go)"
+if [[ ! -x "$go_bin" ]]; then
   echo "duckdb: the go command is needed to fetch $module@$module_version" >&2
   exit 1
 fi
@@ -39,7 +41,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 echo "duckdb: fetching DuckDB $duckdb_version ($module@$module_version)"
-(cd "$work" && GOPATH="$work/gopath" GOFLAGS=-modcacherw go mod download -json \
+(cd "$work" && GOPATH="$work/gopath" GOFLAGS=-modcacherw "$go_bin" mod download -json \
   "$module@$module_version" >"$work/download.json")
 zip="$(sed -n 's/^[[:space:]]*"Zip": "\(.*\)",$/\1/p' "$work/download.json")"
 dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' "$work/download.json")"

@@ -30,10 +30,13 @@ s3_running() {
 # Builds the pinned versitygw the first time; later calls only check it is there.
 s3_install() {
   [[ -x "$s3_home/versitygw" ]] && return
-  command -v go >/dev/null || die "s3: the go command is needed to build $s3_module@$s3_version"
+  # The go command: on PATH, else where Go's own installer puts it.
+  local go_bin
+  go_bin="$(command -v go || echo /usr/local/go/bin/go)"
+  [[ -x "$go_bin" ]] || die "s3: the go command is needed to build $s3_module@$s3_version"
   log "s3: building versitygw $s3_version into $s3_home"
   mkdir -p "$s3_home"
-  GOBIN="$s3_home" GOFLAGS=-buildvcs=false go install "$s3_module@$s3_version" \
+  GOBIN="$s3_home" GOFLAGS=-buildvcs=false "$go_bin" install "$s3_module@$s3_version" \
     >"$s3_home/build.log" 2>&1 ||
     { tail -n 30 "$s3_home/build.log" >&2; die "s3: go install $s3_module@$s3_version failed"; }
 }
