@@ -267,16 +267,22 @@ Status ParquetPartWriter::AppendUnnested(std::string_view payload, std::string_v
     return RowError(record_id, fmt::format("{} keys, but its record_schema declares {}",
                                            object.size(), columns.size()));
   }
+  std::string cast;  // Columns whose text DuckDB converts: one of them is at fault if it fails.
   for (const ParquetColumn& column : columns) {
     simdjson::dom::element element;
     if (object.at_key(column.name).get(element)) {
       return RowError(record_id,
                       fmt::format("no key '{}' declared in its record_schema", column.name));
     }
+    if (element.is_string() && column.type != ParquetColumnType::kText &&
+        column.type != ParquetColumnType::kJson) {
+      cast += fmt::format("{}'{}'", cast.empty() ? "" : ", ", column.name);
+    }
     BIZON_RETURN_IF_ERROR(AppendJsonValue(*engine_->appender, column, element, record_id));
   }
   if (Status ended = engine_->appender->EndRow(); !ended.ok()) {
-    return RowError(record_id, ended.message());
+    return RowError(record_id, fmt::format("a text value of {} does not fit its column: {}", cast,
+                                           ended.message()));
   }
   ++rows_;
   return Status::Ok();
