@@ -19,6 +19,7 @@ Status RegisterBuiltinConnectors(ConnectorRegistry& registry) {
   BIZON_RETURN_IF_ERROR(RegisterLoggerDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterFileDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterPostgresDestination(registry));
+  BIZON_RETURN_IF_ERROR(RegisterDuckdbDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryStreamingDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryStreamingV2Destination(registry));

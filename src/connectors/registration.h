@@ -26,6 +26,7 @@ Status RegisterRestApiSource(ConnectorRegistry& registry);
 Status RegisterLoggerDestination(ConnectorRegistry& registry);
 Status RegisterFileDestination(ConnectorRegistry& registry);
 Status RegisterPostgresDestination(ConnectorRegistry& registry);
+Status RegisterDuckdbDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryStreamingDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry);
