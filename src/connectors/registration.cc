@@ -18,6 +18,8 @@ Status RegisterBuiltinConnectors(ConnectorRegistry& registry) {
 
   BIZON_RETURN_IF_ERROR(RegisterLoggerDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterFileDestination(registry));
+  BIZON_RETURN_IF_ERROR(RegisterGcsDestination(registry));
+  BIZON_RETURN_IF_ERROR(RegisterS3Destination(registry));
   BIZON_RETURN_IF_ERROR(RegisterPostgresDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterDuckdbDestination(registry));
   BIZON_RETURN_IF_ERROR(RegisterBigqueryDestination(registry));

@@ -25,6 +25,8 @@ Status RegisterRestApiSource(ConnectorRegistry& registry);
 // Destinations.
 Status RegisterLoggerDestination(ConnectorRegistry& registry);
 Status RegisterFileDestination(ConnectorRegistry& registry);
+Status RegisterGcsDestination(ConnectorRegistry& registry);
+Status RegisterS3Destination(ConnectorRegistry& registry);
 Status RegisterPostgresDestination(ConnectorRegistry& registry);
 Status RegisterDuckdbDestination(ConnectorRegistry& registry);
 Status RegisterBigqueryDestination(ConnectorRegistry& registry);

@@ -1,0 +1,165 @@
+// The `gcs` and `s3` destinations: Parquet parts in a bucket, published exactly once
+// (PartsDestination over ObjectPartStore). They differ only in how the ObjectStore is made.
+#include <fmt/format.h>
+
+#include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/object_store/gcs_object_store.h"
+#include "connectors/destinations/object_store/object_part_store.h"
+#include "connectors/destinations/object_store/s3_object_store.h"
+#include "connectors/destinations/parquet/parts_destination.h"
+#include "connectors/registration.h"
+#include "google/credentials.h"
+
+namespace bizon {
+namespace {
+
+/// The options both destinations declare: where in the bucket, and how parts are written.
+std::vector<FieldSpec> BucketFields(std::string_view store) {
+  return {
+      {.name = "bucket",
+       .type = FieldType::kString,
+       .description = fmt::format("The {} bucket the tables are written to.", store),
+       .required = true,
+       .nullable = false},
+      {.name = "prefix",
+       .type = FieldType::kString,
+       .description = "Object name prefix of every table (`<prefix>/<destination_id>/`); empty "
+                      "writes at the bucket's root.",
+       .nullable = false,
+       .default_value = Value("")},
+      {.name = "format",
+       .type = FieldType::kEnum,
+       .description = "File format of the parts.",
+       .default_value = Value("parquet"),
+       .enum_values = {"parquet"}},
+      {.name = "compression",
+       .type = FieldType::kEnum,
+       .description = "Parquet compression codec.",
+       .default_value = Value("zstd"),
+       .enum_values = {"zstd", "snappy"}},
+  };
+}
+
+std::string DefaultDestinationId(const DestinationContext& context) {
+  std::string id = context.config.GetString("destination_id");
+  return id.empty() ? context.sync.source_name + "_" + context.sync.stream_name : id;
+}
+
+std::vector<ConfigRuleViolation> CheckBucketConfig(const Value& config, SyncMode) {
+  return CheckParquetSchemas(config);
+}
+
+/// The destination over `store`, `label` naming it in log lines.
+Result<std::unique_ptr<Destination>> MakeObjectStoreDestination(const DestinationContext& context,
+                                                                std::unique_ptr<ObjectStore> store,
+                                                                std::string label) {
+  PartsDestinationOptions options{.sync = context.sync,
+                                  .job_abandoned = context.job_abandoned,
+                                  .default_destination_id = DefaultDestinationId(context),
+                                  .unnest = context.config.GetBool("unnest", false),
+                                  .label = std::move(label)};
+  options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
+                            .value_or(ParquetCompression::kZstd);
+  BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
+  for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
+  if (Status checked = CheckObjectDestinationId(options.default_destination_id); !checked.ok()) {
+    return Fail(InvalidArgumentError("destination.config.destination_id: " + checked.message()));
+  }
+  BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ObjectPartStore> parts,
+                         ObjectPartStore::Make(std::move(store), context.config.GetString("prefix"),
+                                               options.default_destination_id));
+  return std::unique_ptr<Destination>(
+      std::make_unique<PartsDestination>(std::move(options), std::move(parts)));
+}
+
+Result<std::unique_ptr<Destination>> MakeGcsDestination(const DestinationContext& context) {
+  GcsClientOptions client_options;
+  if (const Value* auth = context.config.Find("authentication");
+      auth != nullptr && auth->is_map() && !auth->GetString("service_account_key").empty()) {
+    const Value* key = auth->Find("service_account_key");
+    std::string origin = "destination.config.authentication.service_account_key";
+    if (key->mark().line > 0) origin += fmt::format(" (line {})", key->mark().line);
+    BIZON_ASSIGN_OR_RETURN(client_options.credentials,
+                           MakeGoogleCredentials({.inline_key = key->AsString(),
+                                                  .inline_key_origin = origin,
+                                                  .scopes = {std::string(kGcsReadWriteScope)}}));
+  }
+  auto client = GcsClient::Make(std::move(client_options));
+  if (!client) {
+    return Fail(client.error().WithContext("gcs destination: Cloud Storage client"));
+  }
+  std::shared_ptr<GcsClient> shared(std::move(*client));
+  return MakeObjectStoreDestination(
+      context, MakeGcsObjectStore(std::move(shared), context.config.GetString("bucket")),
+      "gcs destination");
+}
+
+Result<std::unique_ptr<Destination>> MakeS3Destination(const DestinationContext& context) {
+  const Value& config = context.config;
+  S3Settings settings{.bucket = config.GetString("bucket"),
+                      .region = config.GetString("region", "us-east-1"),
+                      .endpoint = config.GetString("endpoint"),
+                      .access_key_id = config.GetString("access_key_id"),
+                      .secret_access_key = config.GetString("secret_access_key"),
+                      .session_token = config.GetString("session_token")};
+  BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store,
+                         MakeS3ObjectStore(std::move(settings)));
+  return MakeObjectStoreDestination(context, std::move(store), "s3 destination");
+}
+
+std::vector<FieldSpec> S3Fields() {
+  std::vector<FieldSpec> fields = BucketFields("S3");
+  auto text = [](std::string name, std::string description, std::string fallback, bool secret) {
+    return FieldSpec{.name = std::move(name),
+                     .type = FieldType::kString,
+                     .description = std::move(description),
+                     .nullable = false,
+                     .default_value = Value(std::move(fallback)),
+                     .secret = secret};
+  };
+  fields.push_back(text("endpoint",
+                        "scheme://host[:port] of an S3-compatible server, addressed path-style; "
+                        "empty: AWS itself.",
+                        "", false));
+  fields.push_back(
+      text("region", "The bucket's region (signs every request).", "us-east-1", false));
+  fields.push_back(text("access_key_id",
+                        "Access key id; empty: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
+                        "AWS_SESSION_TOKEN from the environment.",
+                        "", true));
+  fields.push_back(text("secret_access_key", "Secret access key.", "", true));
+  fields.push_back(text("session_token", "Session token of temporary credentials.", "", true));
+  return fields;
+}
+
+}  // namespace
+
+Status RegisterGcsDestination(ConnectorRegistry& registry) {
+  std::vector<FieldSpec> fields = BucketFields("Cloud Storage");
+  fields.push_back(BigqueryAuthenticationField());
+  return registry.AddDestination({
+      .name = "gcs",
+      .description = "Parquet files in a Google Cloud Storage bucket, published exactly once.",
+      .alias = "gcs",
+      .config = {.fields = std::move(fields), .unknown_keys = UnknownKeys::kError},
+      .check_destination_id = [](std::string_view id,
+                                 SyncMode) { return CheckObjectDestinationId(id); },
+      .check_config = CheckBucketConfig,
+      .factory = MakeGcsDestination,
+  });
+}
+
+Status RegisterS3Destination(ConnectorRegistry& registry) {
+  return registry.AddDestination({
+      .name = "s3",
+      .description = "Parquet files in an S3 (or S3-compatible) bucket, published exactly once.",
+      .alias = "s3",
+      .config = {.fields = S3Fields(), .unknown_keys = UnknownKeys::kError},
+      .check_destination_id = [](std::string_view id,
+                                 SyncMode) { return CheckObjectDestinationId(id); },
+      .check_config = CheckBucketConfig,
+      .factory = MakeS3Destination,
+  });
+}
+
+}  // namespace bizon
