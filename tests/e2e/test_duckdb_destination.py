@@ -1,0 +1,189 @@
+"""The duckdb destination through `bizon run`: each sync mode into a DuckDB file, read back with the
+duckdb package and compared with the source's records; SIGKILLs at random points ending with every
+record exactly once; a second process on the same file; config errors with their line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from datetime import timedelta
+
+import duckdb
+import pytest
+
+from support.exactly_once import assert_ids_exactly_once
+from support.pipelines import (CREATURES, dummy, file_destination, generator, iso, pipeline,
+                               runner)
+from support.processes import run_until_complete, spawn, wait_for
+from support.results import State, ids_in, parse_sql_time, source_data
+
+SEED = int(os.environ.get("BIZON_KILL_SEED", "20261207"))
+
+
+def duckdb_destination(database="warehouse.duckdb", **options) -> dict:
+    return {"name": "duckdb", "config": {"database": database, **options}}
+
+
+def rows(bizon, sql: str, database="warehouse.duckdb") -> list[tuple]:
+    """Reads the file bizon left (no run holds it open)."""
+    connection = duckdb.connect(str(bizon.cwd / database), read_only=True)
+    try:
+        return connection.execute(sql).fetchall()
+    finally:
+        connection.close()
+
+
+def loaded(bizon, table: str, database="warehouse.duckdb") -> list[tuple[int, dict]]:
+    """(source record id, payload) of each row of `table`, in id order."""
+    found = rows(bizon, f'SELECT _source_record_id, _source_data FROM "{table}"', database)
+    return sorted((int(record_id), json.loads(data)) for record_id, data in found)
+
+
+def reference(bizon, source: dict) -> list[tuple[int, dict]]:
+    """What the same source writes into the file destination: the records to expect."""
+    config = bizon.write("reference.yml", pipeline("reference", source, file_destination("ref")))
+    bizon.run("run", config, check=0)
+    written = bizon.read_ndjson("ref.json")
+    return sorted(zip(ids_in(written), source_data(written)))
+
+
+def test_full_refresh_loads_the_records_and_replaces_them_on_the_next_run(bizon):
+    config = bizon.write("p.yml", pipeline("duck-fr", dummy(), duckdb_destination(table="creatures")))
+    bizon.run("run", config, check=0)
+    found = rows(bizon, "SELECT _source_data FROM creatures")
+    assert sorted(json.loads(data)["id"] for (data,) in found) == sorted(c["id"] for c in CREATURES)
+    assert sorted((json.loads(data) for (data,) in found), key=lambda c: c["id"]) == sorted(
+        CREATURES, key=lambda c: c["id"])
+
+    bizon.run("run", config, check=0)  # A second full refresh replaces, never appends.
+    assert rows(bizon, "SELECT count(*) FROM creatures") == [(5,)]
+    tables = {name for (name,) in rows(bizon, "SELECT table_name FROM duckdb_tables()")}
+    assert "creatures_temp" not in tables
+    types = dict(rows(bizon, "SELECT column_name, data_type FROM duckdb_columns()"
+                             " WHERE table_name = 'creatures'"))
+    assert types == {"_bizon_id": "VARCHAR", "_bizon_extracted_at": "TIMESTAMP WITH TIME ZONE",
+                     "_bizon_loaded_at": "TIMESTAMP WITH TIME ZONE", "_source_record_id": "VARCHAR",
+                     "_source_timestamp": "TIMESTAMP WITH TIME ZONE", "_source_data": "JSON"}
+
+
+def test_full_refresh_of_many_pages_equals_the_source(bizon):
+    source = generator(count=5000, page_size=300)
+    expected = reference(bizon, source)
+    config = bizon.write("p.yml", pipeline("duck-gen", source, duckdb_destination(buffer_size=0.05)))
+    bizon.run("run", config, check=0)
+    assert loaded(bizon, "generator_records") == expected
+
+
+def test_incremental_appends_each_runs_window(bizon):
+    first_count, total, interval_ms = 1000, 1500, 0.01
+    options = dict(page_size=100, interval_ms=interval_ms)
+    expected_first = reference(bizon, generator(count=first_count, **options))
+    config = bizon.write("p.yml", pipeline("duck-inc", generator("incremental", count=first_count,
+                                                                 **options),
+                                           duckdb_destination(table="events")))
+    bizon.run("run", config, check=0)
+    assert loaded(bizon, "events") == expected_first
+
+    # New records, all updated after the first run started: exactly the next run's window.
+    [job] = [job for job in State(bizon.cwd).jobs() if job["name"] == "duck-inc"]
+    last_run = parse_sql_time(job["created_at"])
+    start = iso(last_run - timedelta(milliseconds=interval_ms * (first_count - 0.5)))
+    second = dict(count=total, start=start, **options)
+    expected_second = reference(bizon, generator(**second))[first_count:]
+    bizon.write("p.yml", pipeline("duck-inc", generator("incremental", **second),
+                                  duckdb_destination(table="events")))
+    time.sleep((total - first_count) * interval_ms / 1000 + 0.05)
+    bizon.run("run", config, check=0)
+    assert loaded(bizon, "events") == expected_first + expected_second
+    tables = {name for (name,) in rows(bizon, "SELECT table_name FROM duckdb_tables()")}
+    assert tables == {"events", "_bizon_loads"}  # The staging table went with the publish.
+
+
+def test_stream_writes_in_place(bizon):
+    source = generator("stream", count=3000, page_size=250)
+    expected = reference(bizon, generator(count=3000, page_size=250))
+    config = bizon.write("p.yml", pipeline("duck-stream", source, duckdb_destination(),
+                                           engine=runner("stream")))
+    bizon.run("run", config, check=0)
+    assert loaded(bizon, "generator_records") == expected
+    # A stream table keeps the load column: it is what a resume rolls back by.
+    assert rows(bizon, "SELECT count(DISTINCT _bizon_load_id) > 1 FROM generator_records") == [(True,)]
+
+
+def test_unnest_writes_typed_columns(bizon):
+    schema = [{"name": "id", "type": "INTEGER"}, {"name": "name", "type": "STRING"},
+              {"name": "age", "type": "INTEGER"}]
+    destination = duckdb_destination(unnest=True, record_schemas=[
+        {"destination_id": "creatures", "record_schema": schema}])
+    config = bizon.write("p.yml", pipeline("duck-unnest", dummy(), destination))
+    bizon.run("run", config, check=0)
+    assert rows(bizon, "SELECT id, name, age FROM creatures ORDER BY id") == sorted(
+        (c["id"], c["name"], c["age"]) for c in CREATURES)
+    types = rows(bizon, "SELECT data_type FROM duckdb_columns() WHERE table_name = 'creatures'"
+                        " ORDER BY column_index")
+    assert types == [("BIGINT",), ("VARCHAR",), ("BIGINT",)]
+
+
+@pytest.mark.serial  # Bounds its time: the kill delays.
+def test_stream_killed_at_random_loses_and_duplicates_nothing(bizon, capsys):
+    rng = random.Random(SEED)
+    started = time.monotonic()
+    count = 30_000
+    source = generator("stream", count=count, page_size=50, sleep=0.006)
+    config = bizon.write("p.yml", pipeline("duck-kill", source, duckdb_destination(),
+                                           engine=runner("stream")))
+    kills = run_until_complete(bizon, config, rng, kills=22)
+    assert_ids_exactly_once([i for i, _ in loaded(bizon, "generator_records")], count)
+    with capsys.disabled():
+        print(f"\nduckdb kill-resume stream: {kills} kills, {count} records checked, "
+              f"{time.monotonic() - started:.1f} s (seed {SEED})")
+    assert kills >= 20
+
+
+@pytest.mark.serial  # Bounds its time: the kill delays.
+def test_incremental_killed_at_random_publishes_every_record_once(bizon, capsys):
+    rng = random.Random(SEED + 1)
+    count = 20_000
+    source = generator("incremental", count=count, page_size=50, sleep=0.006)
+    config = bizon.write("p.yml", pipeline("duck-kill-inc", source,
+                                           duckdb_destination(buffer_size=0.02)))
+    kills = run_until_complete(bizon, config, rng, kills=20)
+    [job] = State(bizon.cwd).jobs()  # Every restart resumed the one job.
+    assert job["status"] == "succeeded"
+    assert_ids_exactly_once([i for i, _ in loaded(bizon, "generator_records")], count)
+    with capsys.disabled():
+        print(f"\nduckdb kill-resume incremental: {kills} kills, {count} records checked")
+    assert kills >= 20
+
+
+def test_a_second_process_on_the_file_fails_naming_it(bizon):
+    source = generator("stream", count=100_000, page_size=50, sleep=0.01)
+    config = bizon.write("p.yml", pipeline("duck-busy", source, duckdb_destination(),
+                                           engine=runner("stream")))
+    first = spawn(bizon, "run", config)
+    try:
+        wait_for(lambda: (bizon.cwd / "warehouse.duckdb").exists(), what="the database file")
+        other = bizon.write("q.yml", pipeline("duck-other", generator(count=10),
+                                              duckdb_destination()))
+        result = bizon.run("run", other, "--result-json", "r.json", check=1)
+        assert "warehouse.duckdb" in result.stderr
+        assert json.loads((bizon.cwd / "r.json").read_text())["failure_class"] == "destination"
+    finally:
+        first.kill()
+        first.communicate(timeout=30)
+
+
+def test_config_errors_name_the_line(bizon):
+    config = bizon.write("p.yml", pipeline("duck-bad", dummy(), {"name": "duckdb", "config": {}}))
+    result = bizon.run("config", "validate", config, check=1)
+    assert "destination.config.database" in result.stderr + result.stdout
+
+    merged = duckdb_destination(write_disposition="merge", primary_key=["id"])
+    config = bizon.write("p.yml", pipeline("duck-bad", dummy(), merged))
+    result = bizon.run("config", "validate", config)
+    assert result.returncode != 0
+    output = result.stderr + result.stdout
+    assert "p.yml:" in output and "write_disposition" in output and "does not merge" in output
