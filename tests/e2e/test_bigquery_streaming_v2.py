@@ -168,3 +168,39 @@ def test_incremental_killed_and_resumed_publishes_every_record_once(
         print(f"\nbigquery_streaming_v2 kill-resume incremental: {kills} kills, {count} records "
               f"checked, {time.monotonic() - started:.1f} s (seed {SEED})")
     assert kills >= 4
+
+
+def test_a_partition_field_that_cannot_work_warns_and_only_fails_a_table_it_would_create(
+        bizon, bigquery_emulator, dataset):
+    """As the original: a time_partitioning.field the record schema cannot partition on is a
+    warning, since it matters only when a table is created (BigQuery keeps an existing table's
+    layout); a run that would create a table with it fails, naming the field and its line."""
+    emulator = bigquery_emulator
+    schema = [{"destination_id": "live", "record_schema": [
+        {"name": "id", "type": "INTEGER", "mode": "REQUIRED"},
+        {"name": "name", "type": "STRING", "mode": "NULLABLE"},
+        {"name": "updated_at", "type": "TIMESTAMP", "mode": "NULLABLE"},
+        {"name": "value", "type": "INTEGER", "mode": "NULLABLE"}]}]
+
+    def config(partitioning, name="v2-partition"):
+        dest = destination(emulator, dataset, destination_id="live", unnest=True, buffer_size=0,
+                           time_partitioning=partitioning, record_schemas=schema)
+        return bizon.write("p.yml", pipeline(name, generator("stream", count=30, page_size=10),
+                                             dest, engine=runner("stream")))
+
+    bad = {"type": "DAY", "field": "name"}
+    validated = bizon.run("config", "validate", config(bad), check=0)
+    assert "'name' is not a TIMESTAMP, DATE or DATETIME column" in validated.stderr
+    assert "only applied when a table is created" in validated.stderr
+
+    refused = bizon.run("run", config(bad), check=None)
+    assert refused.returncode != 0
+    assert "table" in refused.stderr and "cannot be created partitioned on it" in refused.stderr
+    assert "time_partitioning.field" in refused.stderr and "(line " in refused.stderr
+    assert table_names(emulator, dataset) == []
+
+    bizon.run("run", config(None), check=0)  # Creates `live`, unpartitioned.
+    # The table exists: the field changes nothing, and a pipeline of its own appends to it.
+    bizon.run("run", config(bad, name="v2-partition-again"), check=0)
+    assert len(rows(emulator, dataset, "live", "id")) == 60
+    assert "timePartitioning" not in emulator.bq("GET", f"datasets/{dataset}/tables/live")

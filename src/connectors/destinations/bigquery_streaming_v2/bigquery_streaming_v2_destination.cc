@@ -271,14 +271,21 @@ Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Desti
     auto partitioning = ResolveBigqueryPartitioning(time_partitioning, d.unnest_,
                                                     d.unnest_ ? d.schemas_.columns : none);
     if (!partitioning) {
+      // As the original: a warning, since the layout only matters when a table is created (a
+      // stream's table exists already, and BigQuery keeps its own layout); creating one with
+      // it fails then (RefuseBadPartitionFor).
       const Value* field =
           time_partitioning != nullptr ? time_partitioning->Find("field") : nullptr;
-      return Fail(Status(partitioning.error().code(),
-                         partitioning.error().message() +
-                             BigqueryConfigLine(field != nullptr ? field : time_partitioning),
-                         FailureClass::kConfig));
+      d.partition_problem_ = partitioning.error().message() +
+                             BigqueryConfigLine(field != nullptr ? field : time_partitioning);
+      spdlog::warn(
+          "bigquery_streaming_v2 destination: {}; partitioning is only applied when a table is "
+          "created, which then fails",
+          d.partition_problem_);
+      d.partitioning_.reset();
+    } else {
+      d.partitioning_ = *partitioning;
     }
-    d.partitioning_ = *partitioning;
   }
   return destination;
 }
@@ -388,8 +395,21 @@ Result<BigqueryStreamingV2Destination::TableState*> BigqueryStreamingV2Destinati
   return &inserted->second;
 }
 
+Status BigqueryStreamingV2Destination::RefuseBadPartitionFor(const BigQueryTableRef& main,
+                                                             bool replaces) {
+  if (partition_problem_.empty()) return Status::Ok();
+  auto existing = bigquery_->GetTable(main);
+  if (!existing && existing.error().code() != StatusCode::kNotFound) return existing.error();
+  if (existing && !(replaces && enforce_partitioning_)) return Status::Ok();
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("{}: table {} cannot be created partitioned on it", partition_problem_,
+                            main.ToString()),
+                FailureClass::kConfig);
+}
+
 Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
   if (table.prepared) return Status::Ok();
+  if (!Staged()) BIZON_RETURN_IF_ERROR(RefuseBadPartitionFor(table.main, /*replaces=*/false));
   BigQueryTable wanted;
   wanted.ref = table.staging;
   wanted.schema = ToBigQuerySchema(table.columns);
@@ -757,6 +777,7 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
       table.policy.disposition == WriteDisposition::kReplace) {
     // The layout to declare: the configured one, unless the table exists with another (then
     // its own, so that the run works), or enforce_partitioning drops it first.
+    BIZON_RETURN_IF_ERROR(RefuseBadPartitionFor(table.main, /*replaces=*/true));
     std::optional<BigQueryTimePartitioning> partitioning = partitioning_;
     std::vector<std::string> clustering = table.clustering;
     BigQueryTable wanted{.ref = table.main,
@@ -794,6 +815,7 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
                        .schema = ToBigQuerySchema(table.columns),
                        .time_partitioning = partitioning_,
                        .clustering_fields = table.clustering};
+    BIZON_RETURN_IF_ERROR(RefuseBadPartitionFor(table.main, /*replaces=*/false));
     BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(main), /*staged=*/false,
                                                sync_.job_id, /*on_abandoned=*/nullptr));
     sql = fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}", Quoted(table.main), list, list,

@@ -150,6 +150,10 @@ class BigqueryStreamingV2Destination final : public Destination {
   BigqueryStreamingV2Destination(const DestinationContext& context, BigqueryStreamingFlavor flavor);
   /// Whether Write() goes to a staging table that Finalize() publishes.
   bool Staged() const;
+  /// With a partition_problem_: OK when `main` exists and is kept (not replaced under
+  /// enforce_partitioning), since BigQuery keeps an existing table's layout; else the config
+  /// error, as a table cannot be created with that partitioning.
+  Status RefuseBadPartitionFor(const BigQueryTableRef& main, bool replaces);
   /// Whether `table` is written through the default stream (write_mode, or CDC).
   bool DefaultStream(const TableState& table) const { return !committed_ || table.cdc; }
   /// The JSON rows `part` writes for rows [from, to) of its records: the record (raw or
@@ -203,6 +207,9 @@ class BigqueryStreamingV2Destination final : public Destination {
   std::string default_destination_id_;
   bool unnest_ = false;
   std::optional<BigQueryTimePartitioning> partitioning_;
+  /// Non-empty: why time_partitioning cannot partition these tables (a warning at start, as the
+  /// original gives); partitioning_ is then unset.
+  std::string partition_problem_;
   BigqueryRecordSchemas schemas_;
   TablePolicies policies_;
   /// max_staleness of the CDC tables this destination creates (INTERVAL text); empty: none.
