@@ -204,3 +204,39 @@ def test_a_partition_field_that_cannot_work_warns_and_only_fails_a_table_it_woul
     bizon.run("run", config(bad, name="v2-partition-again"), check=0)
     assert len(rows(emulator, dataset, "live", "id")) == 60
     assert "timePartitioning" not in emulator.bq("GET", f"datasets/{dataset}/tables/live")
+
+
+def test_a_record_schema_column_the_table_lacks_is_added_to_it(bizon, bigquery_emulator,
+                                                                 dataset):
+    """As the original: a stream into an existing table whose record schema gained a column adds
+    the column (NULLABLE, since BigQuery adds no REQUIRED column to a table with rows) before
+    writing. bqemulator 1.4 applies such a schema change (tables.patch) to the table's metadata
+    only, not to the DuckDB table behind it, so the widened run's rows cannot be read back here:
+    the test checks the table's schema, the warning, and that nothing else changed."""
+    emulator = bigquery_emulator
+    columns = [{"name": "id", "type": "INTEGER", "mode": "REQUIRED"},
+               {"name": "name", "type": "STRING", "mode": "NULLABLE"},
+               {"name": "updated_at", "type": "TIMESTAMP", "mode": "NULLABLE"}]
+
+    def run(name, schema, **root):
+        dest = destination(emulator, dataset, destination_id="live", unnest=True, buffer_size=0,
+                           record_schemas=[{"destination_id": "live", "record_schema": schema}])
+        config = bizon.write("p.yml", pipeline(name, generator("stream", count=20, page_size=10),
+                                               dest, engine=runner("stream"), **root))
+        return bizon.run("run", config, check=0)
+
+    first = run("v2-columns", columns,
+                transforms=[{"label": "drop_value", "python": "data.pop('value')\n"}])
+    assert "adding columns" not in first.stderr
+    assert len(rows(emulator, dataset, "live", "id")) == 20
+    widened = run("v2-columns-again",
+                  [*columns, {"name": "value", "type": "INTEGER", "mode": "REQUIRED"}])
+    assert "adding columns value to table" in widened.stderr
+    table = emulator.bq("GET", f"datasets/{dataset}/tables/live")
+    assert [(f["name"], f["type"], f.get("mode", "NULLABLE"))
+            for f in table["schema"]["fields"]] == [
+        ("id", "INTEGER", "REQUIRED"), ("name", "STRING", "NULLABLE"),
+        ("updated_at", "TIMESTAMP", "NULLABLE"), ("value", "INTEGER", "NULLABLE")]
+    again = run("v2-columns-third",
+                [*columns, {"name": "value", "type": "INTEGER", "mode": "REQUIRED"}])
+    assert "adding columns" not in again.stderr  # Nothing left to add.

@@ -230,6 +230,32 @@ Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool s
   return Status::Ok();
 }
 
+Status AddMissingBigqueryColumns(BigQueryClient& client, const BigQueryTableRef& ref,
+                                 const BigQuerySchema& wanted) {
+  auto existing = client.GetTable(ref);
+  if (!existing) {
+    if (existing.error().code() == StatusCode::kNotFound) return Status::Ok();
+    return BigqueryDestinationContext(existing.error(), "table " + ref.ToString());
+  }
+  BigQueryTable patched = *existing;
+  std::vector<std::string> added;
+  for (const BigQueryField& field : wanted) {
+    bool present = std::any_of(existing->schema.begin(), existing->schema.end(),
+                               [&](const BigQueryField& have) { return have.name == field.name; });
+    if (present) continue;
+    BigQueryField column = field;
+    if (column.mode == "REQUIRED") column.mode = "NULLABLE";
+    patched.schema.push_back(std::move(column));
+    added.push_back(field.name);
+  }
+  if (added.empty()) return Status::Ok();
+  spdlog::warn("bigquery destination: adding columns {} to table {}", fmt::join(added, ", "),
+               ref.ToString());
+  auto done = client.PatchTable(patched);
+  if (!done) return BigqueryDestinationContext(done.error(), "adding columns to " + ref.ToString());
+  return Status::Ok();
+}
+
 Result<BigQueryJob> EnsureBigqueryJob(BigQueryClient& client, const BigQueryJobRef& base,
                                       const Value& configuration, bool wait, bool submitted_here,
                                       std::string_view media) {

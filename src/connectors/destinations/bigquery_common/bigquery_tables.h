@@ -96,6 +96,13 @@ Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool s
                             std::string_view job_id,
                             const std::function<void(const std::string&)>& on_abandoned);
 
+/// Adds to the existing table `ref` the columns of `wanted` it lacks (as the original's streaming
+/// destinations do when a record schema gains a column), NULLABLE whatever their declared mode,
+/// since BigQuery adds no REQUIRED column to a table that has rows. Columns are never dropped or
+/// retyped. A missing table is left alone.
+Status AddMissingBigqueryColumns(BigQueryClient& client, const BigQueryTableRef& ref,
+                                 const BigQuerySchema& wanted);
+
 /// A failure of a BigQuery destination (failure class `destination`).
 Status BigqueryDestinationError(StatusCode code, std::string message);
 /// `status` with `context` prefixed, as a failure of a BigQuery destination.

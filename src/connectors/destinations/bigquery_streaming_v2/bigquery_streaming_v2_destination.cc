@@ -421,6 +421,9 @@ Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
   }
   BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, wanted, Staged() && !table.cdc,
                                              sync_.job_id, /*on_abandoned=*/nullptr));
+  if (!Staged()) {
+    BIZON_RETURN_IF_ERROR(AddMissingBigqueryColumns(*bigquery_, table.staging, wanted.schema));
+  }
   if (table.cdc) {
     auto existing = bigquery_->GetTable(table.staging);
     if (existing && existing->primary_key != table.policy.primary_key) {
@@ -816,8 +819,9 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
                        .time_partitioning = partitioning_,
                        .clustering_fields = table.clustering};
     BIZON_RETURN_IF_ERROR(RefuseBadPartitionFor(table.main, /*replaces=*/false));
-    BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(main), /*staged=*/false,
-                                               sync_.job_id, /*on_abandoned=*/nullptr));
+    BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, main, /*staged=*/false, sync_.job_id,
+                                               /*on_abandoned=*/nullptr));
+    BIZON_RETURN_IF_ERROR(AddMissingBigqueryColumns(*bigquery_, table.main, main.schema));
     sql = fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}", Quoted(table.main), list, list,
                       Quoted(table.staging));
   }
