@@ -41,7 +41,7 @@ import sys
 from pathlib import Path
 
 from cases import (bigquery, bigquery_streaming, generator, kafka, members, memory, merge,
-                   postgres, rest, rest_children)
+                   parquet, postgres, rest, rest_children)
 from harness import BENCH, ROOT
 from harness.core import Harness, Planner, run_case
 from harness.records import BASE_N, PAGE_SIZE, PAYLOAD_BYTES
@@ -57,6 +57,7 @@ CASES: dict[str, Planner] = {
     "rest-children": rest_children.plan,
     "kafka": kafka.plan,
     "postgres": postgres.plan,
+    "parquet": parquet.plan,
     "merge": merge.plan,
     "members": members.plan,
     "memory": memory.plan,
