@@ -73,8 +73,8 @@ Status CheckRole(RunRole role, const LoadedConfig& config, const ResolvedRun& ru
   if (IsProcessLocal(run.settings.backend_config)) {
     return InvalidArgumentError(
         fmt::format("{}: engine.backend.type: --role {} needs a backend both processes reach "
-                    "(sqlite or postgres); sqlite_in_memory lives inside one process",
-                    file, ToString(role)));
+                    "(sqlite or postgres); {} lives inside one process",
+                    file, ToString(role), DescribeBackend(run.settings.backend_config)));
   }
   return Status::Ok();
 }
@@ -114,6 +114,15 @@ Result<ResolvedRun> ResolveRun(const LoadedConfig& config, const ConnectorRegist
   }
   BIZON_RETURN_IF_ERROR(CheckIncremental(config, settings, streams));
   run.runner = settings.runner;
+  if (run.runner == RunnerKind::kStream && settings.sync_mode != SyncMode::kStream) {
+    // The stream runner writes as it reads and never publishes a staged run; the original ran
+    // every pipeline under the thread runner whatever engine.runner.type said.
+    spdlog::warn(
+        "The stream runner serves sync_mode stream; this {} run uses the thread runner, as the "
+        "original ran every pipeline",
+        ToString(settings.sync_mode));
+    run.runner = RunnerKind::kThread;
+  }
   if (run.runner == RunnerKind::kProcess && !run.python_source_path.empty()) {
     // The embedded interpreter is started in this process, and a forked child must not use it.
     spdlog::warn(

@@ -187,3 +187,47 @@ def test_config_errors_name_the_line(bizon):
     assert result.returncode != 0
     output = result.stderr + result.stdout
     assert "p.yml:" in output and "write_disposition" in output and "does not merge" in output
+
+
+def state_in(database: str, runner_type: str | None = None) -> dict:
+    """An engine block keeping the state in the duckdb file `database`."""
+    engine = {"backend": {"type": "duckdb", "config": {"database": database}}}
+    if runner_type:
+        engine["runner"] = {"type": runner_type}
+    return engine
+
+
+@pytest.mark.parametrize("runner_type", ["thread", "process", "stream"])
+def test_state_and_rows_share_one_file(bizon, runner_type):
+    sync_mode = "stream" if runner_type == "stream" else "incremental"
+    source = generator(sync_mode, count=2000, page_size=200)
+    expected = reference(bizon, generator(count=2000, page_size=200))
+    config = bizon.write("p.yml", pipeline("duck-one-file", source, duckdb_destination(),
+                                           engine=state_in("warehouse.duckdb", runner_type)))
+    bizon.run("run", config, check=0)
+    assert loaded(bizon, "generator_records") == expected
+    jobs = rows(bizon, "SELECT sync_mode, status FROM stream_jobs WHERE name = 'duck-one-file'")
+    assert jobs == [(sync_mode, "running" if sync_mode == "stream" else "succeeded")]
+    cursors = rows(bizon, "SELECT sum(rows_written), count(*) FROM destination_cursors")
+    assert cursors[0][0] == 2000 and cursors[0][1] >= 1
+
+    # The next incremental run reads the window after the first job: nothing new here.
+    if sync_mode == "incremental":
+        bizon.run("run", config, check=0)
+        assert len(loaded(bizon, "generator_records")) == 2000
+
+
+@pytest.mark.serial  # Bounds its time: the kill delays.
+def test_state_in_the_same_file_killed_at_random_loses_and_duplicates_nothing(bizon, capsys):
+    rng = random.Random(SEED + 2)
+    count = 20_000
+    source = generator("stream", count=count, page_size=50, sleep=0.006)
+    config = bizon.write("p.yml", pipeline("duck-kill-one-file", source, duckdb_destination(),
+                                           engine=state_in("warehouse.duckdb", "stream")))
+    kills = run_until_complete(bizon, config, rng, kills=20)
+    assert_ids_exactly_once([i for i, _ in loaded(bizon, "generator_records")], count)
+    [(status,)] = rows(bizon, "SELECT status FROM stream_jobs")  # One job, resumed every time.
+    assert status == "running"
+    with capsys.disabled():
+        print(f"\nduckdb kill-resume, state in the same file: {kills} kills, {count} records")
+    assert kills >= 20

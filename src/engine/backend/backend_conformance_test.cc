@@ -1,7 +1,7 @@
-// The backend contract, run against every implementation: SQLite (a file in a temporary
-// directory), PostgreSQL (a schema of its own on the test server) and BigQuery (a dataset of its
-// own on the emulator); the last two are skipped, saying so, when their server is not running,
-// and fail instead under CI=true. What only one implementation has stays in its own
+// The backend contract, run against every implementation: SQLite and DuckDB (a file in a
+// temporary directory), PostgreSQL (a schema of its own on the test server) and BigQuery (a dataset
+// of its own on the emulator); the last two are skipped, saying so, when their server is not
+// running, and fail instead under CI=true. What only one implementation has stays in its own
 // *_backend_test.cc.
 #include <gtest/gtest.h>
 
@@ -437,7 +437,8 @@ INSTANTIATE_TEST_SUITE_P(
         HarnessKind{"Postgres",
                     [] { return std::make_unique<testing_support::PostgresHarness>(); }},
         HarnessKind{"BigQuery",
-                    [] { return std::make_unique<testing_support::BigQueryHarness>(); }}),
+                    [] { return std::make_unique<testing_support::BigQueryHarness>(); }},
+        HarnessKind{"Duckdb", [] { return std::make_unique<testing_support::DuckdbHarness>(); }}),
     [](const testing::TestParamInfo<HarnessKind>& kind) { return kind.param.name; });
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "engine/backend/backend_options.h"
 #include "engine/backend/bigquery_backend.h"
+#include "engine/backend/duckdb_backend.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 
@@ -74,6 +75,15 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
     BIZON_RETURN_IF_ERROR(result->Migrate());
     return result;
   }
+  if (type == "duckdb") {
+    const Value* config = backend.Find("config");
+    BIZON_ASSIGN_OR_RETURN(
+        auto opened, DuckdbBackend::Open(SqliteDatabaseName(backend),
+                                         config != nullptr ? config->GetString("schema") : ""));
+    std::unique_ptr<Backend> result = std::move(opened);
+    BIZON_RETURN_IF_ERROR(result->Migrate());
+    return result;
+  }
   return Fail(Status(StatusCode::kUnimplemented,
                      fmt::format("the '{}' backend is declared but not built into this binary "
                                  "yet; use sqlite",
@@ -112,11 +122,16 @@ std::optional<std::string> SqliteFilePath(const Value& backend) {
   return SqlitePath(backend);
 }
 
-bool IsProcessLocal(const Value& backend) { return BackendType(backend) == "sqlite_in_memory"; }
+bool IsProcessLocal(const Value& backend) {
+  // DuckDB lets one process open a file: the process runner's forked producer cannot.
+  std::string type = BackendType(backend);
+  return type == "sqlite_in_memory" || type == "duckdb";
+}
 
 std::string DescribeBackend(const Value& backend) {
   std::string type = BackendType(backend);
   if (type == "sqlite") return "sqlite file " + SqlitePath(backend);
+  if (type == "duckdb") return "duckdb file " + SqliteDatabaseName(backend);
   return type;
 }
 

@@ -26,8 +26,8 @@ Value BackendConfigOf(const Value& config);
 /// The database file of a `sqlite` backend; nullopt for any other type.
 std::optional<std::string> SqliteFilePath(const Value& backend);
 
-/// True when the backend lives in this process's memory (`sqlite_in_memory`): another process,
-/// such as the process runner's producer, cannot reach it.
+/// True when another process, such as the process runner's producer, cannot reach the backend:
+/// `sqlite_in_memory` lives in this process's memory, and a `duckdb` file is held open by it.
 bool IsProcessLocal(const Value& backend);
 
 /// A short description for logs: "sqlite file ./bizon.sqlite3".

@@ -38,6 +38,24 @@ FieldSpec BackendConfig(bool postgres) {
       .OnUnknownKeys(UnknownKeys::kIgnore);
 }
 
+/// The duckdb backend's: `database` is the file itself (shared with a duckdb destination naming
+/// it), `schema` defaults to DuckDB's own.
+FieldSpec DuckdbBackendConfig() {
+  FieldSpec config = BackendConfig(false);
+  for (FieldSpec& field : config.fields) {
+    if (field.name == "database") {
+      field.description =
+          "The DuckDB database file, relative to the working directory unless absolute; a "
+          "duckdb destination naming the same file keeps its rows beside the state.";
+    } else if (field.name == "schema") {
+      field.description = "Schema holding the state tables; created when missing.";
+      field.required = false;
+      field.default_value = Value("main");
+    }
+  }
+  return config;
+}
+
 VariantSpec BackendVariant(std::string tag, std::string description, FieldSpec config) {
   return {.tag = std::move(tag),
           .description = std::move(description),
@@ -65,7 +83,11 @@ FieldSpec BackendField() {
               BackendVariant("sqlite_in_memory", "A private in-memory SQLite database.",
                              BackendConfig(false)),
               BackendVariant("postgres", "PostgreSQL.", BackendConfig(true)),
-              BackendVariant("bigquery", "BigQuery tables.", std::move(bigquery_config))},
+              BackendVariant("bigquery", "BigQuery tables.", std::move(bigquery_config)),
+              BackendVariant("duckdb",
+                             "A DuckDB file, which one process at a time can open (see "
+                             "src/engine/backend/README.md).",
+                             DuckdbBackendConfig())},
              "Where jobs and cursors are stored.")
       .Default(std::move(default_backend))
       .DefaultVariant("sqlite");

@@ -19,6 +19,7 @@
 #include "bizon/clock.h"
 #include "bizon/status.h"
 #include "engine/backend/bigquery_backend.h"
+#include "engine/backend/duckdb_backend.h"
 #include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
 #include "postgres/postgres_client.h"
@@ -276,6 +277,52 @@ class BigQueryHarness final : public BackendHarness {
   std::string project_;
   std::string dataset_;
   std::unique_ptr<BigQueryBackend> backend_;
+};
+
+/// A DuckDB file in a fresh temporary directory, its state tables in a schema whose name needs
+/// quoting; the raw connection shares the backend's database handle (one per file per process).
+class DuckdbHarness final : public BackendHarness {
+ public:
+  DuckdbHarness() {
+    std::string pattern = testing::TempDir() + "/duckdb_backend_test_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) std::abort();
+    directory_ = pattern;
+    path_ = directory_ + "/state.duckdb";
+    backend_ = ValueOrDie(DuckdbBackend::Open(path_, schema_));
+    Status migrated = backend_->Migrate();
+    EXPECT_TRUE(migrated.ok()) << migrated.ToString();
+    raw_.emplace(ValueOrDie(
+        DuckConnection::Connect(ValueOrDie(DuckDatabase::Open(path_, FailureClass::kBackend)))));
+  }
+  ~DuckdbHarness() override {
+    raw_.reset();
+    backend_.reset();
+    std::error_code ignored;  // Leftover temporary files are harmless.
+    std::filesystem::remove_all(directory_, ignored);
+  }
+
+  Backend& backend() override { return *backend_; }
+  std::unique_ptr<DuckdbBackend>& duckdb() { return backend_; }
+  const std::string& path() const { return path_; }
+  std::string Table(std::string_view name) const override {
+    return DuckQuoteIdentifier(schema_) + "." + std::string(name);
+  }
+  std::string TimestampText(std::string_view column) const override { return std::string(column); }
+
+  std::optional<std::string> QueryText(const std::string& sql) override {
+    return ValueOrDie(raw_->QueryValue(sql));
+  }
+  void ExecuteRaw(const std::string& sql) override {
+    Status status = raw_->Execute(sql);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+  }
+
+ private:
+  std::string directory_;
+  std::string path_;
+  std::string schema_ = "Bizon State \"x";
+  std::unique_ptr<DuckdbBackend> backend_;
+  std::optional<DuckConnection> raw_;
 };
 
 }  // namespace bizon::testing_support
