@@ -114,3 +114,20 @@ def test_runner_from_config_when_no_flag(bizon):
     config = bizon.write("p.yml", pipeline("r", source, engine=runner("stream")))
     bizon.run("run", config, "--result-json", "r.json", check=0)
     assert sides(read_result(bizon.cwd / "r.json")) == (None, None, "success")
+
+
+@pytest.mark.parametrize("mode", ["full_refresh", "incremental"])
+def test_stream_runner_on_a_staged_sync_mode_runs_as_the_original_did(bizon, mode):
+    """engine.runner.type: stream serves sync_mode stream. A full refresh or an incremental run
+    stages, then publishes, which the stream runner never does; the original ran every pipeline
+    under the thread runner, and so does this one, with a warning. Both runs end and publish: the
+    second full refresh replaces the first (40 lines, not 80), the second incremental run finds
+    nothing newer than the first one's watermark."""
+    source = generator(mode, count=40, page_size=10)
+    config = bizon.write("p.yml", pipeline("r", source, engine=runner("stream")))
+    for _ in range(2):
+        result = bizon.run("run", config, "--result-json", "r.json", check=0)
+        assert f"this {mode} run uses the thread runner" in result.stderr
+        assert sides(read_result(bizon.cwd / "r.json")) == ("success", "success", None)
+        assert line_count(bizon.cwd / "out.json") == 40
+    assert not (bizon.cwd / "out_temp.json").exists()
