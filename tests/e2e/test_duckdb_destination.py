@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
@@ -17,6 +19,7 @@ import pytest
 from support.exactly_once import assert_ids_exactly_once
 from support.pipelines import (CREATURES, dummy, file_destination, generator, iso, pipeline,
                                runner)
+from support.paths import EXAMPLES
 from support.processes import run_until_complete, spawn, wait_for
 from support.results import State, ids_in, parse_sql_time, source_data
 
@@ -231,3 +234,20 @@ def test_state_in_the_same_file_killed_at_random_loses_and_duplicates_nothing(bi
     with capsys.disabled():
         print(f"\nduckdb kill-resume, state in the same file: {kills} kills, {count} records")
     assert kills >= 20
+
+
+def test_the_rest_to_duckdb_quickstart_prints_the_loaded_books(bizon):
+    """README's second quickstart: examples/rest_to_duckdb.sh serves the bundled JSON, runs the
+    example pipeline and prints the table (the script's fixed port is used by no other test)."""
+    done = subprocess.run([str(EXAMPLES / "rest_to_duckdb.sh")], cwd=bizon.cwd, capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "BIZON_BIN": str(bizon.binary), "PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr
+    books = json.loads((EXAMPLES / "data" / "books.json").read_text())["items"]
+    for book in books:
+        assert book["title"] in done.stdout
+    assert rows(bizon, "SELECT id, title, year, price, in_stock, published::VARCHAR FROM books"
+                       " ORDER BY id", "quickstart.duckdb") == [
+        (b["id"], b["title"], b["year"], b["price"], b["in_stock"], b["published"]) for b in books]
+    # The pipeline's state is in the same file.
+    assert rows(bizon, "SELECT status FROM stream_jobs", "quickstart.duckdb") == [("succeeded",)]
