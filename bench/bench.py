@@ -40,8 +40,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from cases import (bigquery, bigquery_streaming, generator, kafka, members, memory, merge,
-                   parquet, postgres, rest, rest_children)
+from cases import (bigquery, bigquery_streaming, duckdb, generator, kafka, members, memory,
+                   merge, parquet, postgres, rest, rest_children)
 from harness import BENCH, ROOT
 from harness.core import Harness, Planner, run_case
 from harness.records import BASE_N, PAGE_SIZE, PAYLOAD_BYTES
@@ -58,6 +58,7 @@ CASES: dict[str, Planner] = {
     "kafka": kafka.plan,
     "postgres": postgres.plan,
     "parquet": parquet.plan,
+    "duckdb": duckdb.plan,
     "merge": merge.plan,
     "members": members.plan,
     "memory": memory.plan,

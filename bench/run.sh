@@ -19,8 +19,8 @@
 # BIGQUERY_EMULATOR_HOST, STORAGE_EMULATOR_HOST, BIZON_GCS_BUCKET and BIZON_BIGQUERY_PROJECT (as
 # scripts/test-servers.sh start bigquery gcs prints them) enable the bigquery case (bizon[bigquery]);
 # BIZON_BENCH_ORIGINAL overrides the pip requirement of the original (default bizon==0.6.4);
-# BIZON_BENCH_DLT that of dlt, the rest, postgres, merge and parquet cases' peer (default
-# dlt[postgres,parquet]==1.31.0);
+# BIZON_BENCH_DLT that of dlt, the rest, postgres, merge, parquet and duckdb cases' peer (default
+# dlt[postgres,parquet,duckdb]==1.31.0, with DuckDB pinned to the version bizon links);
 # BIZON_BENCH_PYTHON picks the interpreter for the venv (3.10 to 3.12; default python3).
 # Not run by CI: it takes about 15 minutes at the default scale.
 set -euo pipefail
@@ -86,13 +86,16 @@ fi
 
 # 1b. dlt, the peer of the rest, postgres and merge cases, in a venv of its own (its dependencies
 # and the original's need not agree).
-dlt_requirement="${BIZON_BENCH_DLT:-dlt[postgres,parquet]==1.31.0}"
+dlt_requirement="${BIZON_BENCH_DLT:-dlt[postgres,parquet,duckdb]==1.31.0}"
+# The duckdb case compares the two loaders on the same DuckDB release (scripts/duckdb.sh's).
+dlt_duckdb="duckdb==1.5.6"
 dlt_venv="$bench/.venv-dlt"
-if [[ ! -x "$dlt_venv/bin/python" || "$(cat "$dlt_venv/.installed" 2>/dev/null)" != "$dlt_requirement" ]]; then
-  echo "bench: installing $dlt_requirement into $dlt_venv"
+if [[ ! -x "$dlt_venv/bin/python" || "$(cat "$dlt_venv/.installed" 2>/dev/null)" != "$dlt_requirement $dlt_duckdb" ]]; then
+  echo "bench: installing $dlt_requirement $dlt_duckdb into $dlt_venv"
   "$python" -m venv "$dlt_venv"
-  "$dlt_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$dlt_requirement"
-  echo "$dlt_requirement" > "$dlt_venv/.installed"
+  "$dlt_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$dlt_requirement" \
+    "$dlt_duckdb"
+  echo "$dlt_requirement $dlt_duckdb" > "$dlt_venv/.installed"
 fi
 
 # 2. Our release binary.
