@@ -128,7 +128,7 @@ Status LocalPartStore::Prepare(std::string_view id, std::string_view job_id, boo
   // A full refresh stages the whole table; the marker travels with it when it is swapped in.
   BIZON_RETURN_IF_ERROR(RemoveTree(staging));
   BIZON_RETURN_IF_ERROR(MakeDirectory(staging));
-  BIZON_RETURN_IF_ERROR(WriteDurably(staging + "/" + JobMarker(job_id), ""));
+  BIZON_RETURN_IF_ERROR(WriteDurably(fmt::format("{}/{}", staging, JobMarker(job_id)), ""));
   return SyncDirectory(staging);
 }
 
@@ -197,10 +197,12 @@ Status LocalPartStore::SwapIn(std::string_view id) {
 Status LocalPartStore::Replace(std::string_view id, std::string_view job_id,
                                const std::vector<std::string>& files) {
   std::string table = TableDir(id);
-  if (!fs::exists(table + "/" + JobMarker(job_id))) BIZON_RETURN_IF_ERROR(SwapIn(id));
+  if (!fs::exists(fmt::format("{}/{}", table, JobMarker(job_id)))) {
+    BIZON_RETURN_IF_ERROR(SwapIn(id));
+  }
   // The table is this job's staging directory now: it holds its parts, and only them.
   for (const std::string& file : files) {
-    if (!fs::exists(table + "/" + file)) BIZON_RETURN_IF_ERROR(Publish(id, file));
+    if (!fs::exists(fmt::format("{}/{}", table, file))) BIZON_RETURN_IF_ERROR(Publish(id, file));
   }
   // What is left in staging (the previous table, after an exchange) goes.
   BIZON_RETURN_IF_ERROR(RemoveTree(StagingDir(id)));
