@@ -40,6 +40,10 @@ struct DestinationContext {
   /// or replaced by a newer job), so that what it left half done can be undone. Null when the
   /// caller cannot tell.
   std::function<Result<bool>(const std::string& job_id)> job_abandoned;
+  /// Counts rows the destination had to write another way because they were too large for its
+  /// usual path (the monitor's bizon_pipeline.large_records, tagged with `destination_id`).
+  /// Null when the run is not monitored.
+  std::function<void(int64_t rows, std::string_view destination_id)> large_records;
 };
 
 using SourceFactory = std::function<Result<std::unique_ptr<Source>>(const SourceContext&)>;

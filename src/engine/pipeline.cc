@@ -156,7 +156,12 @@ DestinationContext DestinationContextOf(const PipelineSettings& settings, const 
 RunOutcome RunJob(const LoadedConfig& config, const ResolvedRun& run, OpenedRun& opened,
                   RunRole role) {
   Backend& backend = *opened.backend;
+  // Before the destination, which reports its large records to it, and so outlives it.
+  ScopedMonitor monitor(StartMonitor(config, run.settings));
   DestinationContext destination_context = DestinationContextOf(run.settings, opened);
+  destination_context.large_records = [&monitor](int64_t rows, std::string_view destination_id) {
+    monitor.get().LargeRecords(rows, destination_id);
+  };
   auto destination = run.destination_descriptor->factory(destination_context);
   if (!destination) {
     RecordJobFailure(backend, run.settings, opened.plan, destination.error().message());
@@ -164,7 +169,6 @@ RunOutcome RunJob(const LoadedConfig& config, const ResolvedRun& run, OpenedRun&
     failed.job_id = opened.plan.job.id;
     return failed;
   }
-  ScopedMonitor monitor(StartMonitor(config, run.settings));
   std::optional<MemberLedger> ledger;
   if (!opened.member.empty()) {
     ledger.emplace(backend, run.settings, opened.member,

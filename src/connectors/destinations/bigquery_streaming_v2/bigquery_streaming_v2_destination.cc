@@ -208,6 +208,7 @@ Result<std::string> PartitionExpression(const std::optional<BigQueryTimePartitio
 BigqueryStreamingV2Destination::BigqueryStreamingV2Destination(const DestinationContext& context,
                                                                BigqueryStreamingFlavor flavor)
     : sync_(context.sync),
+      large_records_(context.large_records),
       flavor_(flavor),
       name_(flavor == BigqueryStreamingFlavor::kLegacy ? "bigquery_streaming"
                                                        : "bigquery_streaming_v2") {}
@@ -718,6 +719,9 @@ Status BigqueryStreamingV2Destination::LoadLargeRows(const WritePart& part,
                                       QuoteDestinationId(records.id(part.large_records[i])),
                                       table.staging.ToString()));
     }
+  }
+  if (large_records_ && !part.large_records.empty()) {
+    large_records_(static_cast<int64_t>(part.large_records.size()), table.main.ToString());
   }
   return Status::Ok();
 }

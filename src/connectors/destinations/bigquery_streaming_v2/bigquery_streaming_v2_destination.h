@@ -190,6 +190,8 @@ class BigqueryStreamingV2Destination final : public Destination {
   Value CurrentState() const;
 
   SyncMetadata sync_;
+  /// The monitor's large-records count (rows loaded by a job of their own); may be null.
+  std::function<void(int64_t rows, std::string_view destination_id)> large_records_;
   BigqueryStreamingFlavor flavor_;
   /// The destination's name, for log lines.
   std::string_view name_;

@@ -80,6 +80,9 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
                     .sync_mode = sync_mode,
                     .destination_name = "bigquery_streaming_v2"};
     context.config = std::move(config);
+    context.large_records = [this](int64_t rows, std::string_view destination_id) {
+      large_records_.emplace_back(std::string(destination_id), rows);
+    };
     auto made =
         BigqueryStreamingV2Destination::Create(context,
                                                {.bigquery_endpoint = rest_.url(),
@@ -177,6 +180,8 @@ class BigqueryStreamingV2FakeTest : public ::testing::Test {
   std::unique_ptr<FakeBigQueryWrite> write_;
   /// What Make() passes on: 0 keeps the destination's threshold.
   size_t min_bytes_per_stream_ = 0;
+  /// What the destinations made by Make() reported as large records: (destination id, rows).
+  std::vector<std::pair<std::string, int64_t>> large_records_;
 };
 
 const Value& OnlyTable(const Value& state) {
@@ -339,6 +344,8 @@ TEST_F(BigqueryStreamingV2FakeTest, OversizedRowIsLoadedByAJobWithItsData) {
   const Value* table = upload.Find("destination");
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(table->GetString("tableId"), "events");
+  // The monitor's bizon_pipeline.large_records, as the original counts it.
+  EXPECT_EQ(large_records_, (std::vector<std::pair<std::string, int64_t>>{{"p.d.events", 1}}));
 }
 
 // A row too large for a request is loaded by a job of its own. The dead run loaded it and died
