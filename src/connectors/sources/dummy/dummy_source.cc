@@ -28,12 +28,26 @@ constexpr std::array<std::array<FakeRecord, 2>, 3> kPages = {{
 constexpr std::array<std::string_view, 3> kNextCursor = {"vfvfvuhfefpeiduzhihxb", "final-cursor",
                                                          ""};
 
+/// The dummy's own options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> DummyFields() {
+  return {
+      AuthenticationField({"api_key", "oauth"}, /*required=*/true),
+      Option::Integer("sleep", "Seconds to wait before each fake API call.").Default(0).Minimum(0)};
+}
+
 }  // namespace
 
-DummySource::DummySource(const SourceContext& context)
-    : stream_(context.stream),
-      sync_mode_(context.sync_mode),
-      sleep_seconds_(context.config.GetInteger("sleep", 0)) {}
+Result<std::unique_ptr<DummySource>> DummySource::Create(const SourceContext& context) {
+  // Each option is read against its declaration, which holds its default: a reader never
+  // writes a default of its own.
+  OptionReader options(Option::Object("source", DummyFields()), context.config);
+  int64_t sleep_seconds = options.Integer("sleep");
+  BIZON_RETURN_IF_ERROR(options.status());
+  return std::unique_ptr<DummySource>(new DummySource(context, sleep_seconds));
+}
+
+DummySource::DummySource(const SourceContext& context, int64_t sleep_seconds)
+    : stream_(context.stream), sync_mode_(context.sync_mode), sleep_seconds_(sleep_seconds) {}
 
 Result<SourceIteration> DummySource::Get(const Value& pagination) {
   if (sleep_seconds_ > 0) std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds_));
@@ -69,15 +83,10 @@ Status RegisterDummySource(ConnectorRegistry& registry) {
       .description = "A fixed fake API for demos and tests (5 records per stream).",
       .streams = {{.name = "creatures", .description = "Five animals."},
                   {.name = "plants", .description = "Five plants."}},
-      .config = {.fields = {AuthenticationField({"api_key", "oauth"}, /*required=*/true),
-                            {.name = "sleep",
-                             .type = FieldType::kInteger,
-                             .description = "Seconds to wait before each fake API call.",
-                             .default_value = Value(0),
-                             .minimum = 0}},
-                 .unknown_keys = UnknownKeys::kWarn},
+      .config = {.fields = DummyFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
-        return std::make_unique<DummySource>(context);
+        BIZON_ASSIGN_OR_RETURN(std::unique_ptr<DummySource> source, DummySource::Create(context));
+        return std::unique_ptr<Source>(std::move(source));
       },
   });
 }

@@ -217,8 +217,8 @@ namespace {
 
 /// commit_offsets: production commits the group's offsets only under ENVIRONMENT=production, as
 /// the original did.
-bool CommitsOffsets(const Value& config) {
-  if (config.GetString("commit_offsets") != "production") return true;
+bool CommitsOffsets(std::string_view commit_offsets) {
+  if (commit_offsets != "production") return true;
   const char* environment = std::getenv("ENVIRONMENT");
   if (environment != nullptr && std::string_view(environment) == "production") return true;
   spdlog::info(
@@ -239,14 +239,17 @@ Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
           {.name = topic.GetString("name"), .destination_id = topic.GetString("destination_id")});
     }
   }
-  options.group_id = config.GetString("group_id", "bizon");
-  options.skip_message_empty_value = config.GetBool("skip_message_empty_value", true);
-  options.skip_message_invalid_keys = config.GetBool("skip_message_invalid_keys", false);
-  options.skip_message_on_decode_error = config.GetBool("skip_message_on_decode_error", false);
-  options.batch_size = config.GetInteger("batch_size", 100);
-  options.consumer_timeout_s = config.GetInteger("consumer_timeout", 10);
-  options.avro = config.GetString("message_encoding", "avro") == "avro";
-  options.commit_offsets = CommitsOffsets(config);
+  // Read against the declaration (kafka_spec.cc), which holds every default once.
+  OptionReader declared(Option::Object("source", KafkaSourceFields()), config);
+  options.group_id = declared.String("group_id");
+  options.skip_message_empty_value = declared.Boolean("skip_message_empty_value");
+  options.skip_message_invalid_keys = declared.Boolean("skip_message_invalid_keys");
+  options.skip_message_on_decode_error = declared.Boolean("skip_message_on_decode_error");
+  options.batch_size = declared.Integer("batch_size");
+  options.consumer_timeout_s = declared.Integer("consumer_timeout");
+  options.avro = declared.String("message_encoding") == "avro";
+  options.commit_offsets = CommitsOffsets(declared.String("commit_offsets"));
+  BIZON_RETURN_IF_ERROR(declared.status());
 
   // consumer_config replaces the defaults as a whole (the spec filled them in when absent).
   if (const Value* client = config.Find("consumer_config"); client != nullptr && client->is_map()) {

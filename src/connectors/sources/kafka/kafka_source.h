@@ -51,17 +51,19 @@ struct TopicRoute {
   std::string destination_id;
 };
 
+/// What ReadKafkaOptions() reads, each option against its declaration in kafka_spec.cc (which
+/// holds the defaults: the values here only make a blank struct well-formed for tests).
 struct KafkaSourceOptions {
   SyncMode sync_mode = SyncMode::kStream;
   std::vector<TopicRoute> topics;
   std::string bootstrap_servers;
-  std::string group_id = "bizon";
-  bool skip_message_empty_value = true;
+  std::string group_id;
+  bool skip_message_empty_value = false;
   bool skip_message_invalid_keys = false;
   bool skip_message_on_decode_error = false;
-  int64_t batch_size = 100;
-  int64_t consumer_timeout_s = 10;
-  bool avro = true;
+  int64_t batch_size = 1;
+  int64_t consumer_timeout_s = 0;
+  bool avro = false;
   /// False: Commit() leaves the group's offsets alone (commit_offsets: production outside
   /// ENVIRONMENT=production).
   bool commit_offsets = true;

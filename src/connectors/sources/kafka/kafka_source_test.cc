@@ -226,6 +226,7 @@ TEST(KafkaSourceBrokerTest, ACursorAcknowledgedBeforeTheGroupAssignedItsPartitio
   options.group_id = group;
   options.avro = false;
   options.consumer_timeout_s = 2;
+  options.batch_size = 100;
   options.client_settings = {{"bootstrap.servers", bootstrap},
                              {"group.id", group},
                              {"auto.offset.reset", "earliest"},
