@@ -12,21 +12,87 @@
 
 namespace bizon {
 
-GeneratorSource::GeneratorSource(const SourceContext& context)
-    : count_(context.config.GetInteger("count", 1000)),
-      page_size_(context.config.GetInteger("page_size", 1000)),
-      payload_bytes_(context.config.GetInteger("payload_bytes", 0)),
-      key_count_(context.config.GetInteger("key_count", 0)),
-      id_offset_(context.config.GetInteger("id_offset", 0)),
-      delete_every_(context.config.GetInteger("delete_every", 0)),
-      // Whole microseconds, the resolution of every timestamp bizon keeps.
-      interval_us_(
-          std::max<int64_t>(1, std::llround(context.config.GetDouble("interval_ms", 1) * 1000))),
-      fail_at_iteration_(context.config.GetInteger("fail_at_iteration", -1)),
-      sleep_seconds_(context.config.GetDouble("sleep", 0)),
-      start_text_(context.config.GetString("start", "2024-01-01T00:00:00Z")) {}
+namespace {
+
+/// The generator's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> GeneratorFields() {
+  return {{.name = "count",
+           .type = FieldType::kInteger,
+           .description = "How many records the stream holds.",
+           .default_value = Value(1000),
+           .minimum = 0},
+          {.name = "page_size",
+           .type = FieldType::kInteger,
+           .description = "Records per iteration.",
+           .default_value = Value(1000),
+           .minimum = 1},
+          {.name = "payload_bytes",
+           .type = FieldType::kInteger,
+           .description = "Extra padding characters in each record.",
+           .default_value = Value(0),
+           .minimum = 0},
+          {.name = "key_count",
+           .type = FieldType::kInteger,
+           .description = "Distinct ids: record i has id i % key_count, so "
+                          "records past the first key_count update earlier "
+                          "ones (0: every id distinct).",
+           .default_value = Value(0),
+           .minimum = 0},
+          {.name = "id_offset",
+           .type = FieldType::kInteger,
+           .description = "Added to every id (after key_count), so that two "
+                          "runs can share some ids and not others.",
+           .default_value = Value(0),
+           .minimum = 0},
+          {.name = "delete_every",
+           .type = FieldType::kInteger,
+           .description = "Adds a boolean `deleted` to every record, true for "
+                          "the updates whose index is a multiple of this (0: "
+                          "no `deleted` field).",
+           .default_value = Value(0),
+           .minimum = 0},
+          {.name = "start",
+           .type = FieldType::kString,
+           .description = "updated_at of record 0 (UTC).",
+           .default_value = Value("2024-01-01T00:00:00Z")},
+          {.name = "interval_ms",
+           .type = FieldType::kNumber,
+           .description = "Milliseconds between consecutive updated_at values "
+                          "(fractions down to a microsecond).",
+           .default_value = Value(1),
+           .minimum = 0.001},
+          {.name = "sleep",
+           .type = FieldType::kNumber,
+           .description = "Seconds to wait before each page.",
+           .default_value = Value(0),
+           .minimum = 0},
+          {.name = "fail_at_iteration",
+           .type = FieldType::kInteger,
+           .description = "Fail the fetch of this iteration (tests).",
+           .default_value = Value(-1)}};
+}
+
+}  // namespace
+
+GeneratorSource::GeneratorSource(const SourceContext& context) {
+  // Each option is read against its declaration, which holds its default.
+  OptionReader options(Option::Object("source", GeneratorFields()), context.config);
+  count_ = options.Integer("count");
+  page_size_ = options.Integer("page_size");
+  payload_bytes_ = options.Integer("payload_bytes");
+  key_count_ = options.Integer("key_count");
+  id_offset_ = options.Integer("id_offset");
+  delete_every_ = options.Integer("delete_every");
+  // Whole microseconds, the resolution of every timestamp bizon keeps.
+  interval_us_ = std::max<int64_t>(1, std::llround(options.Number("interval_ms") * 1000));
+  fail_at_iteration_ = options.Integer("fail_at_iteration");
+  sleep_seconds_ = options.Number("sleep");
+  start_text_ = options.String("start");
+  read_status_ = options.status();
+}
 
 Status GeneratorSource::Init() {
+  BIZON_RETURN_IF_ERROR(read_status_);
   BIZON_ASSIGN_OR_RETURN(start_us_, ParseTimestamp(start_text_));
   padding_.assign(static_cast<size_t>(payload_bytes_), 'x');
   return Status::Ok();
@@ -98,61 +164,7 @@ Status RegisterGeneratorSource(ConnectorRegistry& registry) {
                   {.name = "events",
                    .supports_incremental = true,
                    .description = "The same records as `records`, as a second stream."}},
-      .config = {.fields = {{.name = "count",
-                             .type = FieldType::kInteger,
-                             .description = "How many records the stream holds.",
-                             .default_value = Value(1000),
-                             .minimum = 0},
-                            {.name = "page_size",
-                             .type = FieldType::kInteger,
-                             .description = "Records per iteration.",
-                             .default_value = Value(1000),
-                             .minimum = 1},
-                            {.name = "payload_bytes",
-                             .type = FieldType::kInteger,
-                             .description = "Extra padding characters in each record.",
-                             .default_value = Value(0),
-                             .minimum = 0},
-                            {.name = "key_count",
-                             .type = FieldType::kInteger,
-                             .description = "Distinct ids: record i has id i % key_count, so "
-                                            "records past the first key_count update earlier "
-                                            "ones (0: every id distinct).",
-                             .default_value = Value(0),
-                             .minimum = 0},
-                            {.name = "id_offset",
-                             .type = FieldType::kInteger,
-                             .description = "Added to every id (after key_count), so that two "
-                                            "runs can share some ids and not others.",
-                             .default_value = Value(0),
-                             .minimum = 0},
-                            {.name = "delete_every",
-                             .type = FieldType::kInteger,
-                             .description = "Adds a boolean `deleted` to every record, true for "
-                                            "the updates whose index is a multiple of this (0: "
-                                            "no `deleted` field).",
-                             .default_value = Value(0),
-                             .minimum = 0},
-                            {.name = "start",
-                             .type = FieldType::kString,
-                             .description = "updated_at of record 0 (UTC).",
-                             .default_value = Value("2024-01-01T00:00:00Z")},
-                            {.name = "interval_ms",
-                             .type = FieldType::kNumber,
-                             .description = "Milliseconds between consecutive updated_at values "
-                                            "(fractions down to a microsecond).",
-                             .default_value = Value(1),
-                             .minimum = 0.001},
-                            {.name = "sleep",
-                             .type = FieldType::kNumber,
-                             .description = "Seconds to wait before each page.",
-                             .default_value = Value(0),
-                             .minimum = 0},
-                            {.name = "fail_at_iteration",
-                             .type = FieldType::kInteger,
-                             .description = "Fail the fetch of this iteration (tests).",
-                             .default_value = Value(-1)}},
-                 .unknown_keys = UnknownKeys::kWarn},
+      .config = {.fields = GeneratorFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
         auto source = std::make_unique<GeneratorSource>(context);
         BIZON_RETURN_IF_ERROR(source->Init());

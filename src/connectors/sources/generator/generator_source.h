@@ -26,19 +26,21 @@ class GeneratorSource final : public Source {
   Result<SourceIteration> Page(const Value& pagination, int64_t begin, int64_t end);
   int64_t UpdatedAt(int64_t index) const { return start_us_ + index * interval_us_; }
 
-  int64_t count_;
-  int64_t page_size_;
-  int64_t payload_bytes_;
-  int64_t key_count_;
-  int64_t id_offset_;
-  int64_t delete_every_;
-  int64_t interval_us_;
+  // Read against the declaration in the constructor; Init() reports a misread (read_status_).
+  int64_t count_ = 0;
+  int64_t page_size_ = 1;
+  int64_t payload_bytes_ = 0;
+  int64_t key_count_ = 0;
+  int64_t id_offset_ = 0;
+  int64_t delete_every_ = 0;
+  int64_t interval_us_ = 1;
   int64_t start_us_ = 0;
-  int64_t fail_at_iteration_;
+  int64_t fail_at_iteration_ = -1;
   int64_t iteration_ = 0;
-  double sleep_seconds_;
+  double sleep_seconds_ = 0;
   std::string start_text_;
   std::string padding_;
+  Status read_status_;
 };
 
 }  // namespace bizon
