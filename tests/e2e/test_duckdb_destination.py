@@ -184,12 +184,20 @@ def test_config_errors_name_the_line(bizon):
     result = bizon.run("config", "validate", config, check=1)
     assert "destination.config.database" in result.stderr + result.stdout
 
-    merged = duckdb_destination(write_disposition="merge", primary_key=["id"])
-    config = bizon.write("p.yml", pipeline("duck-bad", dummy(), merged))
+    contract = duckdb_destination(unnest=True, record_schemas=[
+        {"destination_id": "creatures", "schema_contract": "evolve",
+         "record_schema": [{"name": "id", "type": "integer"}]}])
+    config = bizon.write("p.yml", pipeline("duck-bad", dummy(), contract))
     result = bizon.run("config", "validate", config)
     assert result.returncode != 0
     output = result.stderr + result.stdout
-    assert "p.yml:" in output and "write_disposition" in output and "does not merge" in output
+    assert "p.yml:" in output and "record_schemas[0].schema_contract" in output
+    assert "no schema contracts" in output
+
+    keyless = duckdb_destination(write_disposition="merge")
+    config = bizon.write("p.yml", pipeline("duck-bad", dummy(), keyless))
+    result = bizon.run("config", "validate", config)
+    assert result.returncode != 0 and "primary_key" in result.stderr + result.stdout
 
 
 def state_in(database: str, runner_type: str | None = None) -> dict:
@@ -251,3 +259,53 @@ def test_the_rest_to_duckdb_quickstart_prints_the_loaded_books(bizon):
         (b["id"], b["title"], b["year"], b["price"], b["in_stock"], b["published"]) for b in books]
     # The pipeline's state is in the same file.
     assert rows(bizon, "SELECT status FROM stream_jobs", "quickstart.duckdb") == [("succeeded",)]
+
+
+MERGE_KEYS, DELETE_EVERY = 2000, 7
+MERGE_COLUMNS = [{"name": "id", "type": "integer"}, {"name": "name", "type": "string"},
+                 {"name": "updated_at", "type": "timestamp"}, {"name": "value", "type": "integer"},
+                 {"name": "deleted", "type": "boolean"}]
+
+
+def merge_model(count: int) -> dict[int, str]:
+    """key -> the name of the record it holds after the generator's first `count` records (with
+    key_count and delete_every): the last one received, unless that one deletes it."""
+    latest = {}
+    for i in range(count):
+        latest[i % MERGE_KEYS] = i
+    return {key: f"record-{i}" for key, i in latest.items()
+            if not (i >= MERGE_KEYS and i % DELETE_EVERY == 0)}
+
+
+def merge_destination(**options) -> dict:
+    return duckdb_destination(unnest=True, destination_id="merged", write_disposition="merge",
+                              primary_key=["id"], hard_delete="deleted", record_schemas=[
+                                  {"destination_id": "merged", "record_schema": MERGE_COLUMNS}],
+                              **options)
+
+
+@pytest.mark.parametrize("sync_mode", ["incremental", "full_refresh"])
+def test_merge_keeps_the_last_version_of_each_key(bizon, sync_mode):
+    count = 9000
+    source = generator(sync_mode, count=count, page_size=500, key_count=MERGE_KEYS,
+                       delete_every=DELETE_EVERY)
+    config = bizon.write("p.yml", pipeline("duck-merge", source, merge_destination()))
+    bizon.run("run", config, check=0)
+    assert dict(rows(bizon, "SELECT id, name FROM merged")) == merge_model(count)
+    assert rows(bizon, "SELECT count(*) - count(DISTINCT id) FROM merged") == [(0,)]
+
+
+@pytest.mark.serial  # Bounds its time: the kill delays.
+def test_stream_merge_killed_at_random_ends_with_the_last_version_of_each_key(bizon, capsys):
+    rng = random.Random(SEED + 3)
+    count = 16_000
+    source = generator("stream", count=count, page_size=50, sleep=0.006, key_count=MERGE_KEYS,
+                       delete_every=DELETE_EVERY)
+    config = bizon.write("p.yml", pipeline("duck-merge-kill", source, merge_destination(),
+                                           engine=runner("stream")))
+    kills = run_until_complete(bizon, config, rng, kills=20)
+    assert dict(rows(bizon, "SELECT id, name FROM merged")) == merge_model(count)
+    assert rows(bizon, "SELECT count(*) FROM merged_merge") == [(0,)]  # Every load applied.
+    with capsys.disabled():
+        print(f"\nduckdb kill-resume stream merge: {kills} kills, {count} records")
+    assert kills >= 20

@@ -16,6 +16,7 @@
 #include "connectors/destinations/destination_record.h"
 #include "connectors/destinations/postgres/postgres_destination.h"
 #include "connectors/registration.h"
+#include "http/json_page.h"
 
 namespace bizon {
 namespace {
@@ -23,6 +24,10 @@ namespace {
 constexpr std::string_view kLoadIdColumn = "_bizon_load_id";
 constexpr std::string_view kLoadLog = "_bizon_loads";
 constexpr std::string_view kLoadSequence = "_bizon_load_id_seq";
+constexpr std::string_view kMergeStagingSuffix = "_merge";
+// A merge row's position in its load and its delete flag, beside the load id in staging.
+constexpr std::string_view kSequenceColumn = "_bizon_seq";
+constexpr std::string_view kDeletedColumn = "_bizon_deleted";
 
 Status DestinationError(StatusCode code, std::string message) {
   return Status(code, std::move(message), FailureClass::kDestination);
@@ -170,6 +175,7 @@ struct DuckdbDestination::RowEncoder {
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document document;
   std::vector<Slot> slots;
+  simdjson::dom::parser dom_parser;  // hard_delete paths.
   static Status NotJson(std::string_view record_id, simdjson::error_code error) {
     return DestinationError(
         StatusCode::kInvalidArgument,
@@ -440,6 +446,7 @@ Result<std::unique_ptr<DuckdbDestination>> DuckdbDestination::Create(
   if (destination->schema_.empty()) destination->schema_ = "main";
   BIZON_RETURN_IF_ERROR(destination->ReadRecordSchemas(context.config));
   BIZON_ASSIGN_OR_RETURN(destination->policies_, ReadTablePolicies(context.config));
+  BIZON_RETURN_IF_ERROR(destination->CheckPolicies());
   std::string table = context.config.GetString("table");
   if (table.empty()) table = context.config.GetString("destination_id");
   if (table.empty() && destination->unnest_ && destination->schemas_.size() == 1) {
@@ -466,7 +473,10 @@ Result<DuckdbDestination::TableState*> DuckdbDestination::TableFor(std::string_v
   const TablePolicy& policy = policies_.For(table_name);
   SyncMode mode =
       policy.disposition == WriteDisposition::kReplace ? SyncMode::kFullRefresh : sync_.sync_mode;
-  std::string staging = StagingTableName(table_name, mode);
+  // A merging stream stages its loads beside the table until their cursor is recorded.
+  std::string staging = mode == SyncMode::kStream && policy.merges()
+                            ? std::string(table_name) + std::string(kMergeStagingSuffix)
+                            : StagingTableName(table_name, mode);
   for (const auto& [name, other] : tables_) {
     // `x` stages into `x_temp`, the table of the id `x_temp`; and DuckDB ignores case.
     if (SameName(other.staging, table_name) || SameName(other.name, staging) ||
@@ -478,7 +488,10 @@ Result<DuckdbDestination::TableState*> DuckdbDestination::TableFor(std::string_v
                       QuoteDestinationId(table_name), QuoteDestinationId(name))));
     }
   }
-  TableState state{.name = std::string(table_name), .staging = std::move(staging), .mode = mode};
+  TableState state{.name = std::string(table_name),
+                   .staging = std::move(staging),
+                   .mode = mode,
+                   .policy = &policy};
   return &tables_.emplace(state.name, std::move(state)).first->second;
 }
 
@@ -542,9 +555,14 @@ Status DuckdbDestination::EnsureLoadLog() {
 
 Status DuckdbDestination::Track(TableState& table) {
   BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
-  std::string definitions =
-      fmt::format("{}, {} BIGINT", ColumnDefinitions(*columns), kLoadIdColumn);
-  if (table.mode != SyncMode::kStream) {
+  std::string definitions = StagingDefinitions(table, *columns);
+  if (table.merges_continuously()) {
+    // Kept across jobs: each applies only its own loads (ApplyMerge()).
+    BIZON_RETURN_IF_ERROR(connection_->Execute(
+        fmt::format("CREATE TABLE IF NOT EXISTS {} ({}); CREATE TABLE IF NOT EXISTS {} ({})",
+                    Qualified(table.staging), definitions, Qualified(table.name),
+                    ColumnDefinitions(*columns))));
+  } else if (table.mode != SyncMode::kStream) {
     // Whatever is staged belongs to an abandoned job, whose rows will be fetched again.
     BIZON_RETURN_IF_ERROR(
         connection_->Execute(fmt::format("DROP TABLE IF EXISTS {0}; CREATE TABLE {0} ({1})",
@@ -594,6 +612,11 @@ Status DuckdbDestination::RollBackUncommitted(TableState& table, int64_t committ
             fmt::format("DELETE FROM {} WHERE {} > $3 AND {} IN ({})", Qualified(table.staging),
                         kLoadIdColumn, kLoadIdColumn, uncommitted),
             {sync_.job_id, table.name, committed_load}));
+    if (table.merges_continuously()) {
+      // The cursor may have been recorded and the run killed before its merge: apply it now
+      // (ApplyMerge() forgets the loads it applies).
+      if (auto merged = ApplyMerge(table, committed_load); !merged) return merged.error();
+    }
     // A stream job never ends, so its log would only grow: committed loads are final, drop them.
     std::vector<DuckParam> forget = {sync_.job_id, table.name};
     if (table.mode != SyncMode::kStream) forget.emplace_back(committed_load);
@@ -747,6 +770,11 @@ Status DuckdbDestination::AppendRows(const RecordBatch& records, const std::vect
       appender->Text(records.payload(i));
     }
     appender->Int64(load_->load_id);
+    if (table.merges()) {
+      BIZON_ASSIGN_OR_RETURN(bool deleted, DeleteMark(records, i, table));
+      appender->Int64(load_->next_seq++);
+      appender->Bool(deleted);
+    }
     if (Status ended = appender->EndRow(); !ended.ok()) {
       return ended.WithContext(
           fmt::format("record {} into {}", records.id(i), QuoteDestinationId(table.name)));
@@ -865,7 +893,18 @@ Status DuckdbDestination::Publish(TableState& table) {
     }
     int64_t rows = 0;
     if (table.mode == SyncMode::kFullRefresh) {
-      BIZON_ASSIGN_OR_RETURN(rows, SwapInStaging(table));
+      if (table.merges()) {
+        BIZON_ASSIGN_OR_RETURN(rows, SwapInWinners(table, *columns));
+      } else {
+        BIZON_ASSIGN_OR_RETURN(rows, SwapInStaging(table));
+      }
+    } else if (table.merges()) {
+      BIZON_RETURN_IF_ERROR(
+          connection_->Execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})",
+                                           Qualified(table.name), ColumnDefinitions(*columns))));
+      BIZON_ASSIGN_OR_RETURN(rows, ApplyMerge(table, std::nullopt));
+      BIZON_RETURN_IF_ERROR(
+          connection_->Execute(fmt::format("DROP TABLE {}", Qualified(table.staging))));
     } else {
       BIZON_ASSIGN_OR_RETURN(rows, AppendStaging(table, *columns));
     }
@@ -909,20 +948,222 @@ Status DuckdbDestination::OnJobSucceeded() {
 }
 
 // -----------------------------------------------------------------------------------------------
+// Merge.
+
+namespace {
+
+/// A JSON pointer ("/meta/deleted") of a field path ("deleted", "$.meta.deleted").
+std::string FieldPointer(std::string_view path) {
+  std::string dotted;
+  for (const std::string& part : SplitFieldPath(path)) dotted += (dotted.empty() ? "" : ".") + part;
+  return DottedPathToPointer(dotted);
+}
+
+bool IsRawColumn(std::string_view name) {
+  return name == "_bizon_id" || name == "_bizon_extracted_at" || name == "_bizon_loaded_at" ||
+         name == "_source_record_id" || name == "_source_timestamp" || name == "_source_data";
+}
+
+}  // namespace
+
+Status DuckdbDestination::CheckPolicies() const {
+  if (!unnest_) return Status::Ok();  // Raw keys are paths into _source_data.
+  for (const auto& [id, columns] : schemas_) {
+    const TablePolicy& policy = policies_.For(id);
+    if (!policy.merges()) continue;
+    auto declared = [&columns](std::string_view name) {
+      return std::any_of(columns.begin(), columns.end(),
+                         [name](const Column& column) { return SameName(column.name, name); });
+    };
+    for (const std::string& key : policy.primary_key) {
+      if (!declared(key)) {
+        return ConfigError(fmt::format(
+            "destination.config.primary_key: '{}' is not a column of the record_schema of '{}'",
+            key, id));
+      }
+    }
+    if (policy.dedup_sort && !declared(policy.dedup_sort->column)) {
+      return ConfigError(fmt::format(
+          "destination.config.dedup_sort.column: '{}' is not a column of the record_schema of "
+          "'{}'",
+          policy.dedup_sort->column, id));
+    }
+  }
+  return Status::Ok();
+}
+
+std::string DuckdbDestination::StagingDefinitions(const TableState& table,
+                                                  const std::vector<Column>& columns) const {
+  std::string definitions = fmt::format("{}, {} BIGINT", ColumnDefinitions(columns), kLoadIdColumn);
+  if (table.merges()) {
+    definitions += fmt::format(", {} BIGINT, {} BOOLEAN", kSequenceColumn, kDeletedColumn);
+  }
+  return definitions;
+}
+
+Result<bool> DuckdbDestination::DeleteMark(const RecordBatch& records, size_t index,
+                                           const TableState& table) {
+  const std::vector<std::string>& path = table.policy->hard_delete;
+  if (path.empty()) return false;
+  std::string_view payload = records.payload(index);
+  simdjson::dom::element root;
+  if (auto error = encoder_->dom_parser.parse(payload.data(), payload.size()).get(root)) {
+    return Fail(RowEncoder::NotJson(records.id(index), error));
+  }
+  std::string dotted;
+  for (const std::string& part : path) dotted += (dotted.empty() ? "" : ".") + part;
+  simdjson::dom::element mark;
+  if (root.at_pointer(DottedPathToPointer(dotted)).get(mark)) return false;  // No such field.
+  std::string_view text;
+  bool flag = false;
+  return (!mark.get_bool().get(flag) && flag) ||
+         (!mark.get_string().get(text) && IsDeleteMark(fmt::format("\"{}\"", text)));
+}
+
+std::string DuckdbDestination::KeyExpression(std::string_view alias, std::string_view key) const {
+  std::string prefix = std::string(alias) + ".";
+  if (unnest_ || IsRawColumn(key)) return prefix + DuckQuoteIdentifier(key);
+  return fmt::format("json_extract_string({}_source_data, {})", prefix,
+                     DuckQuoteLiteral(FieldPointer(key)));
+}
+
+std::string DuckdbDestination::WinnerQuery(const TableState& table,
+                                           const std::vector<Column>& columns,
+                                           std::string_view where) const {
+  const TablePolicy& policy = *table.policy;
+  std::string keys;
+  for (const std::string& key : policy.primary_key) {
+    if (!keys.empty()) keys += ", ";
+    keys += KeyExpression("s", key);
+  }
+  std::string order = keys;
+  if (policy.dedup_sort) {
+    std::string direction = policy.dedup_sort->descending ? "DESC" : "ASC";
+    std::string sort = KeyExpression("s", policy.dedup_sort->column);
+    if (!unnest_ && !IsRawColumn(policy.dedup_sort->column)) {
+      // A payload field: numbers compare as numbers, the rest as text.
+      order += fmt::format(", TRY_CAST({} AS DOUBLE) {} NULLS LAST", sort, direction);
+    }
+    order += fmt::format(", {} {} NULLS LAST", sort, direction);
+  }
+  // Ties, and no dedup_sort: the record received last wins.
+  order += fmt::format(", s.{} DESC, s.{} DESC", kLoadIdColumn, kSequenceColumn);
+  std::string list;
+  for (const Column& column : columns) {
+    if (!list.empty()) list += ", ";
+    list += "s." + DuckQuoteIdentifier(column.name);
+  }
+  return fmt::format(
+      "SELECT DISTINCT ON ({}) {}, s.{}, s.rowid AS _bizon_row FROM {} s WHERE {} "
+      "ORDER BY {}",
+      keys, list, kDeletedColumn, Qualified(table.staging), where, order);
+}
+
+Result<int64_t> DuckdbDestination::ApplyMerge(const TableState& table,
+                                              std::optional<int64_t> through_load) {
+  BIZON_ASSIGN_OR_RETURN(const std::vector<Column>* columns, ColumnsFor(table.name));
+  std::string where = "TRUE";
+  if (through_load) {
+    where = fmt::format(
+        "s.{} IN (SELECT load_id FROM {} WHERE job_id = {} AND table_name = {} AND kind = 'write'"
+        " AND load_id <= {})",
+        kLoadIdColumn, Qualified(kLoadLog), DuckQuoteLiteral(sync_.job_id),
+        DuckQuoteLiteral(table.name), *through_load);
+  }
+  std::string missing;
+  std::string matches;
+  for (const std::string& key : table.policy->primary_key) {
+    missing += fmt::format("{}{} IS NULL", missing.empty() ? "" : " OR ", KeyExpression("s", key));
+    matches += fmt::format(" AND {} = {}", KeyExpression("s", key),
+                           KeyExpression(Qualified(table.name), key));
+  }
+  std::string staging = Qualified(table.staging);
+  BIZON_ASSIGN_OR_RETURN(
+      std::optional<std::string> keyless,
+      connection_->QueryValue(
+          fmt::format("SELECT count(*) FROM {} s WHERE ({}) AND ({})", staging, where, missing)));
+  if (ParseCount(keyless) > 0) {
+    return Fail(DestinationError(
+        StatusCode::kInvalidArgument,
+        fmt::format("{} records of {} have no value for a primary key column; a merge needs every "
+                    "key",
+                    ParseCount(keyless), QuoteDestinationId(table.name))));
+  }
+  // Every key the loads hold goes, then each key's winner comes back unless it deletes.
+  BIZON_RETURN_IF_ERROR(connection_->Execute(
+      fmt::format("DELETE FROM {0} WHERE EXISTS (SELECT 1 FROM {1} s WHERE ({2}){3})",
+                  Qualified(table.name), staging, where, matches)));
+  std::string list = ColumnList(*columns);
+  BIZON_ASSIGN_OR_RETURN(
+      std::optional<std::string> inserted,
+      connection_->QueryValue(fmt::format(
+          "INSERT INTO {} ({}) SELECT {} FROM ({}) w WHERE NOT w.{}", Qualified(table.name), list,
+          list, WinnerQuery(table, *columns, where), kDeletedColumn)));
+  if (through_load) {
+    // Applied: neither applied again nor rolled back by a resume.
+    BIZON_RETURN_IF_ERROR(connection_->Execute(
+        fmt::format("DELETE FROM {} s WHERE {}; DELETE FROM {} WHERE job_id = {} AND table_name "
+                    "= {} AND kind = 'write' AND load_id <= {}",
+                    staging, where, Qualified(kLoadLog), DuckQuoteLiteral(sync_.job_id),
+                    DuckQuoteLiteral(table.name), *through_load)));
+  }
+  return ParseCount(inserted);
+}
+
+Result<int64_t> DuckdbDestination::SwapInWinners(const TableState& table,
+                                                 const std::vector<Column>& columns) {
+  // Built anew from the winners rather than deleted from in place: DuckDB refuses to commit a
+  // transaction that deletes from a table and then alters it.
+  std::string list = ColumnList(columns);
+  BIZON_RETURN_IF_ERROR(connection_->Execute(fmt::format(
+      "DROP TABLE IF EXISTS {0}; CREATE TABLE {0} AS SELECT {1} FROM ({2}) w WHERE NOT w.{3};"
+      " DROP TABLE {4}",
+      Qualified(table.name), list, WinnerQuery(table, columns, "TRUE"), kDeletedColumn,
+      Qualified(table.staging))));
+  BIZON_ASSIGN_OR_RETURN(
+      std::optional<std::string> rows,
+      connection_->QueryValue(fmt::format("SELECT count(*) FROM {}", Qualified(table.name))));
+  return ParseCount(rows);
+}
+
+Status DuckdbDestination::ApplyContinuousMerges(int64_t through_load) {
+  std::vector<const TableState*> merging;
+  for (const auto& [name, table] : tables_) {
+    if (table.tracked && table.merges_continuously()) merging.push_back(&table);
+  }
+  if (merging.empty()) return Status::Ok();
+  // Every table's merge in one transaction: readers see all of a cursor's changes or none.
+  BIZON_RETURN_IF_ERROR(connection_->Begin());
+  for (const TableState* table : merging) {
+    if (auto merged = ApplyMerge(*table, through_load); !merged) {
+      connection_->RollbackQuietly();
+      return merged.error();
+    }
+  }
+  if (Status committed = connection_->Commit(); !committed.ok()) {
+    connection_->RollbackQuietly();
+    return committed;
+  }
+  return Status::Ok();
+}
+
+Status DuckdbDestination::OnCursorRecorded(const Value& state) {
+  const Value* load = state.is_map() ? state.Find("load_id") : nullptr;
+  // With a load open, the next recorded cursor applies this one's loads too (they are covered).
+  if (load == nullptr || !load->is_integer() || !connection_ || load_) return Status::Ok();
+  return ApplyContinuousMerges(load->AsInteger());
+}
+
+// -----------------------------------------------------------------------------------------------
 // Registration.
 
 namespace {
 
-/// What this destination does not do yet: merge and schema contracts (postgres and bigquery
-/// have them), refused with their line by `config validate`.
+/// What this destination does not do yet: change formats and schema contracts (postgres and
+/// bigquery have them), refused with their line by `config validate`.
 std::vector<ConfigRuleViolation> CheckDuckPolicies(const Value& config, SyncMode sync_mode) {
   std::vector<ConfigRuleViolation> violations = CheckTablePolicies(config, sync_mode);
   auto check_block = [&](const Value& block, const std::string& prefix) {
-    if (block.GetString("write_disposition") == "merge") {
-      violations.push_back({.path = prefix + "write_disposition",
-                            .message = "the duckdb destination does not merge yet; use append or "
-                                       "replace (postgres and bigquery merge)"});
-    }
     std::string contract = block.GetString("schema_contract");
     if (!contract.empty()) {
       violations.push_back({.path = prefix + "schema_contract",
@@ -963,8 +1204,12 @@ ConfigSpec DuckdbDestinationSpec() {
                   .description = "Table to load into; defaults to destination_id, then the "
                                  "source and stream names joined by '_'."}},
       .unknown_keys = UnknownKeys::kError};
-  std::vector<FieldSpec> disposition = WriteDispositionFields();
-  spec.fields.insert(spec.fields.end(), disposition.begin(), disposition.end());
+  // Not change_format and schema_contract (CheckDuckPolicies refuses them in record_schemas).
+  for (FieldSpec& field : WriteDispositionFields()) {
+    if (field.name != "change_format" && field.name != "schema_contract") {
+      spec.fields.push_back(std::move(field));
+    }
+  }
   return spec;
 }
 

@@ -81,6 +81,8 @@ class DuckdbDestination final : public Destination {
   bool CanAppend() const override { return true; }
   Status Append(const RecordBatch& records, int64_t loaded_at_us) override;
   Result<Value> Sync() override;
+  /// A merging stream table applies the loads the recorded cursor covers.
+  Status OnCursorRecorded(const Value& state) override;
   Status Finalize() override;
   Status OnJobSucceeded() override;
 
@@ -96,8 +98,12 @@ class DuckdbDestination final : public Destination {
     std::string staging;  // Where rows are appended: name + suffix, or name itself for a stream.
     /// The sync mode, or a full refresh for `write_disposition: replace`.
     SyncMode mode = SyncMode::kFullRefresh;
+    const TablePolicy* policy = nullptr;
     bool tracked = false;    // This job has logged the table (and, staged, emptied its staging).
     bool published = false;  // Finalize() committed its publish.
+    bool merges() const { return policy->merges(); }
+    /// Merged after each recorded cursor (a stream), not at Finalize().
+    bool merges_continuously() const { return merges() && mode == SyncMode::kStream; }
   };
   /// The load Append() has open: its id, its appenders and the rows each table received, and
   /// the tables it tracked (marked tracked once it commits).
@@ -106,6 +112,7 @@ class DuckdbDestination final : public Destination {
     std::map<TableState*, DuckAppender> appenders;
     std::map<TableState*, int64_t> rows;
     std::vector<TableState*> newly_tracked;
+    int64_t next_seq = 0;  // A merge row's position in the load.
   };
   /// Turns records into appended rows: reused parser and buffers.
   struct RowEncoder;
@@ -137,6 +144,26 @@ class DuckdbDestination final : public Destination {
   Status Publish(TableState& table);
   Result<int64_t> SwapInStaging(const TableState& table);
   Result<int64_t> AppendStaging(const TableState& table, const std::vector<Column>& columns);
+
+  // Merge (write_disposition: merge): staged rows carry their load, position and delete flag.
+  /// The merge options against the declared columns: keys and dedup_sort name columns.
+  Status CheckPolicies() const;
+  std::string StagingDefinitions(const TableState& table, const std::vector<Column>& columns) const;
+  /// Whether record `index` deletes its key (hard_delete).
+  Result<bool> DeleteMark(const RecordBatch& records, size_t index, const TableState& table);
+  /// A key column, or in raw mode the text at that path of `_source_data`, of `alias`.
+  std::string KeyExpression(std::string_view alias, std::string_view key) const;
+  /// One row per key of the staged rows matching `where`: the winner, with its delete flag.
+  std::string WinnerQuery(const TableState& table, const std::vector<Column>& columns,
+                          std::string_view where) const;
+  /// Applies the staged rows of `table` (only this job's loads up to `through_load` when set)
+  /// to its table: deletes every key they hold, inserts each key's winner unless it deletes,
+  /// then removes what it applied. In the caller's transaction; returns the rows inserted.
+  Result<int64_t> ApplyMerge(const TableState& table, std::optional<int64_t> through_load);
+  /// The full refresh of a merging table, in the publishing transaction: the table is replaced
+  /// by each staged key's winner, deletes left out. Returns the rows it holds.
+  Result<int64_t> SwapInWinners(const TableState& table, const std::vector<Column>& columns);
+  Status ApplyContinuousMerges(int64_t through_load);
 
   SyncMetadata sync_;
   std::string database_path_;

@@ -4,6 +4,7 @@
 // recorded state.
 #include "connectors/destinations/duckdb/duckdb_destination.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -299,13 +300,98 @@ TEST_F(DuckdbDestinationTest, ReplaceDispositionMakesAStreamTableAFullRefresh) {
   EXPECT_EQ(Ids(), "5,6");
 }
 
-TEST(DuckdbDestinationRegistrationTest, RefusesMergeAndSchemaContractsWithTheirPath) {
+/// Records {"id": key, "v": value, "deleted": flag} with ids "<record id>".
+RecordBatch Changes(std::initializer_list<std::tuple<int, int, int, bool>> changes) {
+  RecordBatch batch;
+  for (auto [record, key, value, deleted] : changes) {
+    batch.Add(std::to_string(record),
+              fmt::format(R"({{"id":{},"v":{},"deleted":{}}})", key, value, deleted), 1);
+  }
+  return batch;
+}
+
+Value MergeConfig(std::string_view extra = "") {
+  return ValueOrDie(Value::FromJson(fmt::format(
+      R"({{"unnest": true, "destination_id": "m", "write_disposition": "merge",
+          "primary_key": ["id"], "hard_delete": "deleted"{},
+          "record_schemas": [{{"destination_id": "m", "record_schema": [
+            {{"name": "id", "type": "INTEGER"}}, {{"name": "v", "type": "INTEGER"}},
+            {{"name": "deleted", "type": "BOOLEAN"}}]}}]}})",
+      extra)));
+}
+
+TEST_F(DuckdbDestinationTest, IncrementalMergeKeepsTheLastVersionOfEachKeyAndDeletes) {
+  auto first = Make(SyncMode::kIncremental, "job1", MergeConfig());
+  ASSERT_OK(first->Open(Value()));
+  ValueOrDie(first->Write(Changes({{1, 1, 10, false}, {2, 2, 20, false}, {3, 3, 30, false}}), 1));
+  ASSERT_OK(first->Finalize());
+  EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=10,2=20,3=30");
+
+  auto second = Make(SyncMode::kIncremental, "job2", MergeConfig());
+  ASSERT_OK(second->Open(Value()));
+  // Key 1 twice in one load (the last wins), key 2 deleted, key 4 new; key 3 untouched.
+  ValueOrDie(second->Write(Changes({{4, 1, 11, false}, {5, 2, 0, true}}), 1));
+  ValueOrDie(second->Write(Changes({{6, 1, 12, false}, {7, 4, 40, false}}), 1));
+  ASSERT_OK(second->Finalize());
+  EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=12,3=30,4=40");
+  EXPECT_EQ(Text("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'm_incremental'"), "0");
+}
+
+TEST_F(DuckdbDestinationTest, StreamMergeAppliesOnlyLoadsWhoseCursorIsRecorded) {
+  Value recorded;
+  {
+    auto destination = Make(SyncMode::kStream, "job1", MergeConfig());
+    ASSERT_OK(destination->Open(Value()));
+    recorded = ValueOrDie(destination->Write(Changes({{1, 1, 10, false}, {2, 2, 20, false}}), 1));
+    EXPECT_EQ(Text("SELECT count(*) FROM m"), "0");  // Staged until its cursor is recorded.
+    ASSERT_OK(destination->OnCursorRecorded(recorded));
+    ASSERT_OK(destination->OnCursorRecorded(recorded));  // Idempotent.
+    EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=10,2=20");
+    // Committed, never recorded: a kill. It must never reach the table.
+    ValueOrDie(destination->Write(Changes({{3, 1, 99, false}, {4, 2, 0, true}}), 1));
+  }
+  auto resumed = Make(SyncMode::kStream, "job1", MergeConfig());
+  ASSERT_OK(resumed->Open(recorded));
+  EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=10,2=20");
+  EXPECT_EQ(Text("SELECT count(*) FROM m_merge"), "0");
+  Value next = ValueOrDie(resumed->Write(Changes({{3, 1, 11, false}, {4, 2, 0, true}}), 1));
+  ASSERT_OK(resumed->OnCursorRecorded(next));
+  EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=11");
+}
+
+TEST_F(DuckdbDestinationTest, FullRefreshMergePublishesOneRowPerKeyByDedupSort) {
+  auto destination = Make(SyncMode::kFullRefresh, "job1",
+                          MergeConfig(R"(, "dedup_sort": {"column": "v", "order": "asc"})"));
+  ASSERT_OK(destination->Open(Value()));
+  ValueOrDie(destination->Write(
+      Changes({{1, 1, 30, false}, {2, 1, 10, false}, {3, 1, 20, false}, {4, 2, 5, true}}), 1));
+  ASSERT_OK(destination->Finalize());
+  EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=10");
+  EXPECT_EQ(Text("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'm'"), "3");
+}
+
+TEST_F(DuckdbDestinationTest, RawMergeKeysOnAFieldOfThePayload) {
+  Value extra = ValueOrDie(Value::FromJson(
+      R"({"write_disposition": "merge", "primary_key": ["id"], "hard_delete": "deleted"})"));
+  for (const auto& [job, batch] :
+       {std::pair{"job1", Changes({{1, 1, 10, false}, {2, 2, 20, false}})},
+        std::pair{"job2", Changes({{3, 1, 11, false}, {4, 2, 0, true}})}}) {
+    auto destination = Make(SyncMode::kIncremental, job, extra);
+    ASSERT_OK(destination->Open(Value()));
+    ValueOrDie(destination->Write(batch, 1));
+    ASSERT_OK(destination->Finalize());
+  }
+  EXPECT_EQ(Text("SELECT string_agg(_source_data->>'v', ',') FROM \"Out Table\""), "11");
+}
+
+TEST(DuckdbDestinationRegistrationTest, RefusesChangeFormatsAndSchemaContractsWithTheirPath) {
   ConnectorRegistry registry;
   ASSERT_OK(RegisterDuckdbDestination(registry));
   const DestinationDescriptor* descriptor = registry.FindDestination("duckdb");
   ASSERT_NE(descriptor, nullptr);
   Value config = ValueOrDie(Value::FromJson(
       R"({"database": "x.duckdb", "write_disposition": "merge", "primary_key": ["id"],
+          "change_format": "debezium",
           "record_schemas": [{"destination_id": "t", "record_schema": [],
                               "schema_contract": "freeze"}]})"));
   std::vector<ConfigRuleViolation> violations =
@@ -313,7 +399,8 @@ TEST(DuckdbDestinationRegistrationTest, RefusesMergeAndSchemaContractsWithTheirP
   std::vector<std::string> paths;
   paths.reserve(violations.size());
   for (const ConfigRuleViolation& violation : violations) paths.push_back(violation.path);
-  EXPECT_NE(std::find(paths.begin(), paths.end(), "write_disposition"), paths.end());
+  EXPECT_EQ(std::find(paths.begin(), paths.end(), "write_disposition"), paths.end());
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "change_format"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "record_schemas[0].schema_contract"),
             paths.end());
 }
