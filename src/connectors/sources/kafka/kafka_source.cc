@@ -227,18 +227,24 @@ bool CommitsOffsets(std::string_view commit_offsets) {
   return false;
 }
 
+std::vector<TopicRoute> TopicsOf(const Value& config) {
+  std::vector<TopicRoute> routes;
+  if (const Value* topics = config.Find("topics"); topics != nullptr && topics->is_list()) {
+    for (const Value& topic : topics->AsList()) {
+      routes.push_back(
+          {.name = topic.GetString("name"), .destination_id = topic.GetString("destination_id")});
+    }
+  }
+  return routes;
+}
+
 }  // namespace
 
 Result<KafkaSourceOptions> ReadKafkaOptions(const SourceContext& context) {
   const Value& config = context.config;
   KafkaSourceOptions options;
   options.sync_mode = context.sync_mode;
-  if (const Value* topics = config.Find("topics"); topics != nullptr && topics->is_list()) {
-    for (const Value& topic : topics->AsList()) {
-      options.topics.push_back(
-          {.name = topic.GetString("name"), .destination_id = topic.GetString("destination_id")});
-    }
-  }
+  options.topics = TopicsOf(config);
   // Read against the declaration (kafka_spec.cc), which holds every default once.
   OptionReader declared(Option::Object("source", KafkaSourceFields()), config);
   options.group_id = declared.String("group_id");
