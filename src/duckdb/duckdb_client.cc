@@ -2,6 +2,7 @@
 
 #include <duckdb.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <map>
 #include <mutex>
@@ -79,7 +80,8 @@ Result<std::shared_ptr<DuckDatabase>> DuckDatabase::Open(const std::string& path
   if (!InMemory(path)) {
     auto found = OpenFiles().find(path);
     if (found != OpenFiles().end()) {
-      if (auto database = found->second.lock()) return database;
+      auto database = found->second.lock();
+      if (database && database->opened_by_ == ::getpid()) return database;
     }
   }
   duckdb_database handle = nullptr;
@@ -98,7 +100,16 @@ Result<std::shared_ptr<DuckDatabase>> DuckDatabase::Open(const std::string& path
   return database;
 }
 
+DuckDatabase::DuckDatabase(std::string path, FailureClass failure_class, _duckdb_database* handle)
+    : path_(std::move(path)),
+      failure_class_(failure_class),
+      handle_(handle),
+      opened_by_(::getpid()) {}
+
 DuckDatabase::~DuckDatabase() {
+  // A forked child's copy of its parent's handle is left alone: closing it would checkpoint the
+  // parent's file from a process that holds no lock on it.
+  if (opened_by_ != ::getpid()) return;
   {
     std::lock_guard lock(OpenFilesMutex());
     auto found = OpenFiles().find(path_);

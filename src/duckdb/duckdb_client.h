@@ -33,7 +33,9 @@ namespace bizon {
 class DuckDatabase {
  public:
   /// Opens (creates) the database at `path`; an empty path or ":memory:" is a private in-memory
-  /// database. Within one process, the same file path gives the same handle while it is open.
+  /// database. Within one process, the same file path gives the same handle while it is open. A
+  /// forked child never gets a handle its parent opened (its memory is a copy, its threads are
+  /// gone): it opens the file itself, which fails while the parent holds it.
   static Result<std::shared_ptr<DuckDatabase>> Open(const std::string& path,
                                                     FailureClass failure_class);
   ~DuckDatabase();
@@ -45,11 +47,11 @@ class DuckDatabase {
   _duckdb_database* handle() const { return handle_; }
 
  private:
-  DuckDatabase(std::string path, FailureClass failure_class, _duckdb_database* handle)
-      : path_(std::move(path)), failure_class_(failure_class), handle_(handle) {}
+  DuckDatabase(std::string path, FailureClass failure_class, _duckdb_database* handle);
   std::string path_;
   FailureClass failure_class_;
   _duckdb_database* handle_;
+  int opened_by_;  // The pid of the process that opened it.
 };
 
 /// A parameter of DuckConnection::Execute/Query: NULL, integer, double, boolean or text.

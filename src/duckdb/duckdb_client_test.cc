@@ -1,6 +1,7 @@
 #include "duckdb/duckdb_client.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -134,6 +135,30 @@ TEST(DuckQuoteTest, DoublesQuotes) {
   EXPECT_EQ(DuckQuoteIdentifier("a\"b"), "\"a\"\"b\"");
   EXPECT_EQ(DuckQuoteLiteral("it's"), "'it''s'");
   EXPECT_EQ(DuckLibraryVersion(), "v1.5.6");
+}
+
+TEST_F(DuckClientTest, AForkedChildNeverUsesItsParentsHandle) {
+  std::string path = (directory_ / "forked.duckdb").string();
+  auto parent = DuckDatabase::Open(path, FailureClass::kBackend);
+  ASSERT_TRUE(parent.has_value()) << parent.error().message();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The parent's handle is in this copy of its memory; Open() must not hand it out, and the
+    // file itself is the parent's: a clear error naming it.
+    auto opened = DuckDatabase::Open(path, FailureClass::kBackend);
+    bool refused = !opened.has_value() && opened.error().code() == StatusCode::kUnavailable &&
+                   opened.error().message().find(path) != std::string::npos;
+    ::_exit(refused ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The parent's handle still works.
+  auto connection = DuckConnection::Connect(*parent);
+  ASSERT_TRUE(connection.has_value());
+  EXPECT_TRUE(connection->Execute("CREATE TABLE t (i INTEGER)").ok());
 }
 
 }  // namespace
