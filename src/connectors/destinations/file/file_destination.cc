@@ -562,6 +562,7 @@ Result<std::unique_ptr<Destination>> MakeParquetFileDestination(
                                   .label = "file destination"};
   options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
                             .value_or(ParquetCompression::kZstd);
+  options.max_part_bytes = ParquetPartBytes(context.config);
   BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
   for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
   auto store = std::make_unique<LocalPartStore>(options.default_destination_id);
@@ -595,7 +596,8 @@ Status RegisterFileDestination(ConnectorRegistry& registry) {
                              .type = FieldType::kEnum,
                              .description = "Parquet compression codec (format: parquet only).",
                              .default_value = Value("zstd"),
-                             .enum_values = {"zstd", "snappy"}}},
+                             .enum_values = {"zstd", "snappy"}},
+                            ParquetPartSizeField()},
                  .unknown_keys = UnknownKeys::kError},
       .check_destination_id = [](std::string_view destination_id,
                                  SyncMode) { return CheckFileDestinationId(destination_id); },

@@ -32,7 +32,8 @@ class LocalPartStoreTest : public ::testing::Test {
 
   static std::unique_ptr<PartsDestination> Make(
       SyncMode mode, const std::string& job_id,
-      std::function<Result<bool>(const std::string&)> job_abandoned = nullptr) {
+      std::function<Result<bool>(const std::string&)> job_abandoned = nullptr,
+      int64_t max_part_bytes = 8 << 20) {
     PartsDestinationOptions options{.sync = {.name = "pipeline",
                                              .job_id = job_id,
                                              .source_name = "generator",
@@ -41,6 +42,7 @@ class LocalPartStoreTest : public ::testing::Test {
                                              .destination_name = "file"},
                                     .job_abandoned = std::move(job_abandoned),
                                     .default_destination_id = "out",
+                                    .max_part_bytes = max_part_bytes,
                                     .label = "file destination"};
     return std::make_unique<PartsDestination>(std::move(options),
                                               std::make_unique<LocalPartStore>("out"));
@@ -218,6 +220,31 @@ TEST_F(LocalPartStoreTest, RoutedRecordsGoToATableEachAndBadIdsAreRefusedFirst) 
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.error().message().find("'../escape'"), std::string::npos);
   EXPECT_FALSE(fs::exists("c"));  // Nothing of the batch was written.
+}
+
+TEST_F(LocalPartStoreTest, APartIsStagedWhenItFillsAndAFailedAppendTakesItBack) {
+  // Each record is 8 bytes of id and payload: a part every two records.
+  auto destination = Make(SyncMode::kStream, "job1", nullptr, 16);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  ASSERT_TRUE(destination->Append(Batch(0, 5), 0).ok());
+  EXPECT_TRUE(fs::exists("out.bizon-staging/job1-000002.parquet"));
+  auto state = destination->Sync();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->ToJson(), R"({"parts":{"out":3}})");
+  ASSERT_TRUE(destination->OnCursorRecorded(*state).ok());
+  EXPECT_EQ(Ids(), "0,1,2,3,4");
+
+  RecordBatch failing = Batch(5, 4);
+  failing.AppendRange(Batch(9, 1, "../escape"), 0, 1);
+  ASSERT_TRUE(destination->Append(Batch(5, 4), 0).ok());  // Stages parts 4 and 5.
+  EXPECT_TRUE(fs::exists("out.bizon-staging/job1-000005.parquet"));
+  // A write that fails after parts were staged since the last Sync takes them back.
+  ASSERT_FALSE(destination->Append(failing, 0).ok());
+  EXPECT_FALSE(fs::exists("out.bizon-staging/job1-000004.parquet"));
+  EXPECT_FALSE(fs::exists("out.bizon-staging/job1-000005.parquet"));
+  state = destination->Sync();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->ToJson(), R"({"parts":{"out":3}})");
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ std::vector<FieldSpec> BucketFields(std::string_view store) {
        .description = "Parquet compression codec.",
        .default_value = Value("zstd"),
        .enum_values = {"zstd", "snappy"}},
+      ParquetPartSizeField(),
   };
 }
 
@@ -60,6 +61,7 @@ Result<std::unique_ptr<Destination>> MakeObjectStoreDestination(const Destinatio
                                   .label = std::move(label)};
   options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
                             .value_or(ParquetCompression::kZstd);
+  options.max_part_bytes = ParquetPartBytes(context.config);
   BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
   for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
   if (Status checked = CheckObjectDestinationId(options.default_destination_id); !checked.ok()) {

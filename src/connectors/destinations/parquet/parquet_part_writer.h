@@ -7,8 +7,9 @@
 // payload's keys.
 //
 // Each WritePart() writes every row appended since the last part as one file with one row group
-// (the destinations call it at each durable point, so a row group holds `buffer_size` of
-// records) and empties the table; making the file durable is the caller's (PartStore::Stage).
+// (the destinations call it when a table has gathered `part_size` MB of records, and at each
+// durable point) and empties the table; making the file durable is the caller's
+// (PartStore::Stage). DuckDB runs on one thread here, which keeps its buffers small.
 // Discard() drops those rows instead.
 //
 // Lifecycle: one writer per table, used by one thread at a time.
@@ -59,6 +60,11 @@ std::optional<ParquetCompression> ParseParquetCompression(std::string_view name)
 Result<std::vector<std::pair<std::string, std::vector<ParquetColumn>>>> ReadParquetSchemas(
     const Value& config);
 
+/// `part_size`: the most MB of records one part file (one row group) holds before it is written.
+FieldSpec ParquetPartSizeField();
+/// `part_size` of a destination config, in bytes.
+int64_t ParquetPartBytes(const Value& config);
+
 /// check_config of a destination writing Parquet: each record_schemas column type must be one
 /// ParseParquetColumnType knows. Violations carry `record_schemas[i].record_schema[j].type`.
 std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config);
@@ -80,6 +86,9 @@ class ParquetPartWriter {
 
   /// Rows appended since the last part.
   int64_t rows() const { return rows_; }
+  /// Bytes of record text (payloads and ids) appended since the last part: what a part's memory
+  /// grows with.
+  int64_t bytes() const { return bytes_; }
 
   /// Writes the rows appended since the last part to `path` (replacing it) and starts an empty
   /// part.
@@ -99,6 +108,7 @@ class ParquetPartWriter {
   std::optional<std::vector<ParquetColumn>> columns_;
   ParquetCompression compression_;
   int64_t rows_ = 0;
+  int64_t bytes_ = 0;
   std::mt19937_64 random_;
   std::string scratch_;
 };

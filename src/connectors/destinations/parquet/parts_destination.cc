@@ -90,6 +90,7 @@ Status PartsDestination::Resume(const std::optional<Manifest>& manifest, const V
     int64_t parts = recorded != nullptr && recorded->is_integer() ? recorded->AsInteger() : 0;
     Table& table = tables_[id];
     table.parts = parts;
+    table.synced_parts = parts;
     table.published = options_.sync.sync_mode == SyncMode::kStream ? parts : 0;
     BIZON_RETURN_IF_ERROR(RollBack(id, parts));
   }
@@ -228,12 +229,23 @@ Status PartsDestination::AppendRecords(const RecordBatch& records, int64_t loade
     } else {
       BIZON_RETURN_IF_ERROR(table->writer->AppendRecord(records, i, loaded_at_us));
     }
+    if (table->writer->bytes() >= options_.max_part_bytes) {
+      // Staged, not published: the next recorded cursor covers it, as any part of this interval.
+      BIZON_RETURN_IF_ERROR(StagePart(std::string(table_id), *table));
+    }
   }
   return Status::Ok();
 }
 
 void PartsDestination::DiscardUnsynced() {
   for (auto& [id, table] : tables_) {
+    for (; table.parts > table.synced_parts; --table.parts) {
+      std::string file = PartFileName(options_.sync.job_id, table.parts);
+      if (Status deleted = store_->DeleteStaged(id, file); !deleted.ok()) {
+        // A resume deletes it too: it is past every state this job returned.
+        spdlog::warn("{}: {}", options_.label, deleted.message());
+      }
+    }
     if (table.writer == nullptr) continue;
     if (Status discarded = table.writer->Discard(); !discarded.ok()) {
       // The writer cannot start again: a new one is made at the next append.
@@ -249,18 +261,23 @@ Status PartsDestination::Append(const RecordBatch& records, int64_t loaded_at_us
   return appended;
 }
 
+Status PartsDestination::StagePart(const std::string& id, Table& table) {
+  std::string file = PartFileName(options_.sync.job_id, table.parts + 1);
+  BIZON_RETURN_IF_ERROR(table.writer->WritePart(store_->ScratchPath(id, file)));
+  BIZON_RETURN_IF_ERROR(store_->Stage(id, file));
+  ++table.parts;
+  return Status::Ok();
+}
+
 Result<Value> PartsDestination::Sync() {
   for (auto& [id, table] : tables_) {
     if (table.writer == nullptr || table.writer->rows() == 0) continue;
-    std::string file = PartFileName(options_.sync.job_id, table.parts + 1);
-    Status written = table.writer->WritePart(store_->ScratchPath(id, file));
-    if (written.ok()) written = store_->Stage(id, file);
-    if (!written.ok()) {
+    if (Status staged = StagePart(id, table); !staged.ok()) {
       DiscardUnsynced();
-      return Fail(written);
+      return Fail(staged);
     }
-    ++table.parts;
   }
+  for (auto& [id, table] : tables_) table.synced_parts = table.parts;
   return CurrentState();
 }
 

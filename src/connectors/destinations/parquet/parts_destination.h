@@ -2,11 +2,11 @@
 // PartStore (local directories for the file destination's `format: parquet`, a bucket for the
 // gcs and s3 destinations).
 //
-// Rows go into one ParquetPartWriter per destination id as batches arrive (CanAppend()); each
-// Sync() writes what each id gathered as one part, `<job_id>-<seq>.parquet` (seq counts the
-// job's parts of that id from 1), into the id's staging area, and returns the number of parts of
-// each id as the state recorded with the cursor. A part is published (moved to the table readers
-// see) only once a recorded cursor covers it:
+// Rows go into one ParquetPartWriter per destination id as batches arrive (CanAppend()); a
+// table's rows are written out as a part, `<job_id>-<seq>.parquet` (seq counts the job's parts of
+// that id from 1), into the id's staging area whenever they reach max_part_bytes and at each
+// Sync(), which returns the number of parts of each id as the state recorded with the cursor. A
+// part is published (moved to the table readers see) only once a recorded cursor covers it:
 //
 // - stream: at OnCursorRecorded(state), parts up to the recorded count;
 // - incremental: at Finalize(), every part of the job;
@@ -44,6 +44,9 @@ struct PartsDestinationOptions {
   /// Unnest columns by destination id.
   std::map<std::string, std::vector<ParquetColumn>, std::less<>> schemas;
   ParquetCompression compression = ParquetCompression::kZstd;
+  /// A table's rows are written out as a part once they hold this many bytes of records, besides
+  /// at each durable point: what bounds memory (a part is held in DuckDB until it is written).
+  int64_t max_part_bytes = 8 << 20;
   /// "file destination", "gcs destination": how log lines name it.
   std::string label;
 };
@@ -73,6 +76,8 @@ class PartsDestination final : public Destination {
     std::unique_ptr<ParquetPartWriter> writer;
     /// Parts of this job staged so far (seq of the last one).
     int64_t parts = 0;
+    /// `parts` at the last Sync(): a failed append deletes the parts staged after it.
+    int64_t synced_parts = 0;
     /// Stream: parts published so far.
     int64_t published = 0;
   };
@@ -96,6 +101,10 @@ class PartsDestination final : public Destination {
   Status TrackNewIds(const RecordBatch& records);
   Result<Table*> WriterFor(std::string_view id);
   Status AppendRecords(const RecordBatch& records, int64_t loaded_at_us);
+  /// Writes the table's gathered rows as its next part and stages it.
+  Status StagePart(const std::string& id, Table& table);
+  /// After a failed write: drops the rows not yet in a part and the parts staged since the last
+  /// Sync(), so that what is staged is what the last state said.
   void DiscardUnsynced();
   Value CurrentState() const;
 
