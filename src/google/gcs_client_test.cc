@@ -11,6 +11,7 @@
 #include <random>
 
 #include "google/google_test_support.h"
+#include "testing/loopback_http_server.h"
 #include "testing/test_servers.h"
 
 namespace bizon {
@@ -194,6 +195,36 @@ TEST(GcsClientFakeTest, MultipartUploadListPagesAndDelete) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
   EXPECT_EQ(fake.Violations(), "[]");
+}
+
+TEST(GcsClientCopyTest, ContinuesARewriteWithItsTokenUntilItIsDone) {
+  testing_support::LoopbackHttpServer server;
+  const std::string path = "/storage/v1/b/bkt/o/src.parquet/rewriteTo/b/bkt/o/dst.parquet";
+  server.ExpectJson("POST", path,
+                    R"({"kind":"storage#rewriteResponse","done":false,)"
+                    R"("totalBytesRewritten":"1","rewriteToken":"t/1"})");
+  server.ExpectJson("POST", path,
+                    R"({"kind":"storage#rewriteResponse","done":true,"totalBytesRewritten":"3",)"
+                    R"("resource":{"bucket":"bkt","name":"dst.parquet","size":"3"}})");
+  server.Expect("POST", "/storage/v1/b/bkt/o/gone.parquet/rewriteTo/b/bkt/o/dst.parquet",
+                testing_support::LoopbackResponse::Json(R"({"error":{"code":404}})", 404));
+  auto client = GcsClient::Make({.credentials = MakeAnonymousGoogleCredentials(),
+                                 .endpoint = server.url(),
+                                 .sleep = [](double) {}});
+  ASSERT_TRUE(client) << client.error().ToString();
+
+  auto copied = (*client)->Copy("bkt", "src.parquet", "bkt", "dst.parquet");
+  ASSERT_TRUE(copied) << copied.error().ToString();
+  EXPECT_EQ(copied->name, "dst.parquet");
+  EXPECT_EQ(copied->size, 3);
+  std::vector<testing_support::LoopbackRequest> requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].QueryValue("rewriteToken"), std::nullopt);
+  EXPECT_EQ(requests[1].QueryValue("rewriteToken"), "t/1");
+
+  auto missing = (*client)->Copy("bkt", "gone.parquet", "bkt", "dst.parquet");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
 }
 
 // Against the real emulator (scripts/test-servers.sh start gcs); skipped without it, except
