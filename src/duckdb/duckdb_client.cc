@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -22,6 +23,15 @@ std::map<std::string, std::weak_ptr<DuckDatabase>>& OpenFiles() {
 }
 
 bool InMemory(const std::string& path) { return path.empty() || path == ":memory:"; }
+
+/// The key of a file in OpenFiles(): its absolute path with symlinks, `.` and `..` resolved, so
+/// that `x.duckdb` and `./x.duckdb` are one file. DuckDB's own lock does not stop a second open
+/// by the same process (POSIX locks belong to the process), which would corrupt the file.
+std::string FileKey(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(path, error);
+  return error ? path : canonical.string();
+}
 
 StatusCode CodeFor(int error_type) {
   switch (error_type) {
@@ -78,7 +88,7 @@ Result<std::shared_ptr<DuckDatabase>> DuckDatabase::Open(const std::string& path
                                                          FailureClass failure_class) {
   std::lock_guard lock(OpenFilesMutex());
   if (!InMemory(path)) {
-    auto found = OpenFiles().find(path);
+    auto found = OpenFiles().find(FileKey(path));
     if (found != OpenFiles().end()) {
       auto database = found->second.lock();
       if (database && database->opened_by_ == ::getpid()) return database;
@@ -96,7 +106,7 @@ Result<std::shared_ptr<DuckDatabase>> DuckDatabase::Open(const std::string& path
                        failure_class));
   }
   std::shared_ptr<DuckDatabase> database(new DuckDatabase(path, failure_class, handle));
-  if (!InMemory(path)) OpenFiles()[path] = database;
+  if (!InMemory(path)) OpenFiles()[FileKey(path)] = database;
   return database;
 }
 
@@ -112,30 +122,39 @@ DuckDatabase::~DuckDatabase() {
   if (opened_by_ != ::getpid()) return;
   {
     std::lock_guard lock(OpenFilesMutex());
-    auto found = OpenFiles().find(path_);
+    auto found = OpenFiles().find(FileKey(path_));
     if (found != OpenFiles().end() && found->second.expired()) OpenFiles().erase(found);
   }
   duckdb_close(&handle_);
 }
 
 Result<DuckConnection> DuckConnection::Connect(std::shared_ptr<DuckDatabase> database) {
+  FailureClass failure_class = database->failure_class();
+  return Connect(std::move(database), failure_class);
+}
+
+Result<DuckConnection> DuckConnection::Connect(std::shared_ptr<DuckDatabase> database,
+                                               FailureClass failure_class) {
   duckdb_connection handle = nullptr;
   if (duckdb_connect(database->handle(), &handle) != DuckDBSuccess) {
     return Fail(Status(StatusCode::kInternal,
                        fmt::format("cannot connect to DuckDB database {}", database->path()),
-                       database->failure_class()));
+                       failure_class));
   }
-  return DuckConnection(std::move(database), handle);
+  return DuckConnection(std::move(database), handle, failure_class);
 }
 
 DuckConnection::DuckConnection(DuckConnection&& other) noexcept
-    : database_(std::move(other.database_)), handle_(std::exchange(other.handle_, nullptr)) {}
+    : database_(std::move(other.database_)),
+      handle_(std::exchange(other.handle_, nullptr)),
+      failure_class_(other.failure_class_) {}
 
 DuckConnection& DuckConnection::operator=(DuckConnection&& other) noexcept {
   if (this != &other) {
     if (handle_ != nullptr) duckdb_disconnect(&handle_);
     database_ = std::move(other.database_);
     handle_ = std::exchange(other.handle_, nullptr);
+    failure_class_ = other.failure_class_;
   }
   return *this;
 }
@@ -150,7 +169,7 @@ Status DuckConnection::Error(std::string_view what, std::string_view detail, int
       fmt::format("DuckDB {} ({}): {}", what,
                   database_->path().empty() ? std::string_view(":memory:") : database_->path(),
                   detail),
-      database_->failure_class());
+      failure_class_);
 }
 
 Result<DuckRows> DuckConnection::Query(std::string_view sql, const std::vector<DuckParam>& params) {
@@ -231,7 +250,7 @@ Result<DuckAppender> DuckAppender::Open(DuckConnection& connection, std::string_
     duckdb_appender_destroy(&handle);
     return Fail(Status(StatusCode::kFailedPrecondition,
                        fmt::format("cannot append to DuckDB table {}: {}", table, message),
-                       connection.database().failure_class()));
+                       connection.failure_class()));
   }
   return DuckAppender(&connection, handle);
 }
@@ -278,7 +297,7 @@ Status DuckAppender::Error(std::string_view what) {
   int type = duckdb_error_data_error_type(error);
   duckdb_destroy_error_data(&error);
   return Status(CodeFor(type), fmt::format("DuckDB {}: {}", what, message),
-                connection_->database().failure_class());
+                connection_->failure_class());
 }
 
 Status DuckAppender::EndRow() {

@@ -63,6 +63,10 @@ using DuckRows = std::vector<std::vector<std::optional<std::string>>>;
 class DuckConnection {
  public:
   static Result<DuckConnection> Connect(std::shared_ptr<DuckDatabase> database);
+  /// The same, with this connection's errors in `failure_class` whatever the database was opened
+  /// with (a destination sharing the file of a duckdb backend reports destination errors).
+  static Result<DuckConnection> Connect(std::shared_ptr<DuckDatabase> database,
+                                        FailureClass failure_class);
   DuckConnection(DuckConnection&& other) noexcept;
   DuckConnection& operator=(DuckConnection&& other) noexcept;
   DuckConnection(const DuckConnection&) = delete;
@@ -85,13 +89,16 @@ class DuckConnection {
 
   DuckDatabase& database() const { return *database_; }
   _duckdb_connection* handle() const { return handle_; }
+  FailureClass failure_class() const { return failure_class_; }
 
  private:
-  DuckConnection(std::shared_ptr<DuckDatabase> database, _duckdb_connection* handle)
-      : database_(std::move(database)), handle_(handle) {}
+  DuckConnection(std::shared_ptr<DuckDatabase> database, _duckdb_connection* handle,
+                 FailureClass failure_class)
+      : database_(std::move(database)), handle_(handle), failure_class_(failure_class) {}
   Status Error(std::string_view what, std::string_view detail, int error_type) const;
   std::shared_ptr<DuckDatabase> database_;
   _duckdb_connection* handle_;
+  FailureClass failure_class_;
 };
 
 /// Appends rows to one table in DuckDB's fastest way: values are given column by column, in the

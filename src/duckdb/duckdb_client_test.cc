@@ -137,6 +137,26 @@ TEST(DuckQuoteTest, DoublesQuotes) {
   EXPECT_EQ(DuckLibraryVersion(), "v1.5.6");
 }
 
+TEST_F(DuckClientTest, TwoSpellingsOfOnePathShareTheHandle) {
+  std::string path = (directory_ / "same.duckdb").string();
+  auto first = DuckDatabase::Open(path, FailureClass::kBackend);
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+  std::string other = (directory_ / "." / "sub" / ".." / "same.duckdb").string();
+  std::filesystem::create_directories(directory_ / "sub");
+  auto second = DuckDatabase::Open(other, FailureClass::kDestination);
+  ASSERT_TRUE(second.has_value()) << second.error().message();
+  EXPECT_EQ(first->get(), second->get());
+  // The handle was opened by a backend; a destination's connection reports its own failures.
+  auto connection = DuckConnection::Connect(*second, FailureClass::kDestination);
+  ASSERT_TRUE(connection.has_value());
+  Status failed = connection->Execute("SELECT * FROM missing_table");
+  EXPECT_EQ(failed.failure_class(), FailureClass::kDestination);
+  auto default_class = DuckConnection::Connect(*second);
+  ASSERT_TRUE(default_class.has_value());
+  EXPECT_EQ(default_class->Execute("SELECT * FROM missing_table").failure_class(),
+            FailureClass::kBackend);
+}
+
 TEST_F(DuckClientTest, AForkedChildNeverUsesItsParentsHandle) {
   std::string path = (directory_ / "forked.duckdb").string();
   auto parent = DuckDatabase::Open(path, FailureClass::kBackend);

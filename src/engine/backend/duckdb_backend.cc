@@ -211,7 +211,8 @@ Result<std::unique_ptr<DuckdbBackend>> DuckdbBackend::Open(const std::string& pa
   }
   BIZON_ASSIGN_OR_RETURN(std::shared_ptr<DuckDatabase> database,
                          DuckDatabase::Open(path, FailureClass::kBackend));
-  BIZON_ASSIGN_OR_RETURN(DuckConnection connection, DuckConnection::Connect(std::move(database)));
+  BIZON_ASSIGN_OR_RETURN(DuckConnection connection,
+                         DuckConnection::Connect(std::move(database), FailureClass::kBackend));
   return std::unique_ptr<DuckdbBackend>(
       new DuckdbBackend(std::move(connection), schema.empty() ? "main" : schema));
 }

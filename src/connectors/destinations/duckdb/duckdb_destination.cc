@@ -657,7 +657,8 @@ Status DuckdbDestination::Open(const Value& resume_state) {
   last_state_ = resume_state;
   BIZON_ASSIGN_OR_RETURN(std::shared_ptr<DuckDatabase> database,
                          DuckDatabase::Open(database_path_, FailureClass::kDestination));
-  BIZON_ASSIGN_OR_RETURN(DuckConnection connection, DuckConnection::Connect(std::move(database)));
+  BIZON_ASSIGN_OR_RETURN(DuckConnection connection,
+                         DuckConnection::Connect(std::move(database), FailureClass::kDestination));
   connection_.emplace(std::move(connection));
   // Strings without an offset are UTC, as in the other destinations, whatever the host's zone.
   BIZON_RETURN_IF_ERROR(connection_->Execute("SET TimeZone = 'UTC'"));
