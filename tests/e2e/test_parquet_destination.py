@@ -102,6 +102,15 @@ def test_stream_publishes_every_part_once(bizon):
     assert list((bizon.cwd / "out.bizon-staging").iterdir()) == []
 
 
+def test_the_process_runner_writes_every_record_once(bizon):
+    # The producer is a forked process; the destination's DuckDB lives in the consumer only.
+    config = bizon.write("p.yml", pipeline("pq-process", generator(count=5_000, page_size=250),
+                                           parquet(buffer_size=0.2), engine=runner("process")))
+    bizon.run("run", config, check=0)
+    assert_ids_exactly_once(ids(read_table_dir(bizon.cwd / "out")), 5_000)
+    assert leftovers(bizon.cwd) == []
+
+
 def test_unnest_writes_the_record_schema_as_typed_columns(bizon):
     schema = [{"name": "id", "type": "INTEGER"}, {"name": "name", "type": "STRING"},
               {"name": "updated_at", "type": "TIMESTAMP"}, {"name": "value", "type": "FLOAT64"}]
