@@ -309,3 +309,32 @@ def test_stream_merge_killed_at_random_ends_with_the_last_version_of_each_key(bi
     with capsys.disabled():
         print(f"\nduckdb kill-resume stream merge: {kills} kills, {count} records")
     assert kills >= 20
+
+
+@pytest.mark.serial  # Bounds its time: the kill delays.
+def test_killed_full_refresh_never_leaves_a_partial_published_table(bizon, capsys):
+    rng = random.Random(SEED + 4)
+    count = 20_000
+    source = generator(count=count, page_size=100, sleep=0.004)
+    config = bizon.write("p.yml", pipeline("duck-kill-fr", source,
+                                           duckdb_destination(buffer_size=0.05)))
+    checks = 0
+
+    def published_is_absent_or_complete():
+        nonlocal checks
+        if not (bizon.cwd / "warehouse.duckdb").exists():  # Killed before the file was made.
+            return
+        tables = {name for (name,) in rows(bizon, "SELECT table_name FROM duckdb_tables()")}
+        if "generator_records" in tables:
+            assert_ids_exactly_once([i for i, _ in loaded(bizon, "generator_records")], count)
+        checks += 1
+
+    kills = 0
+    for _ in range(3):  # Killed before the first publish, then around later ones.
+        kills += run_until_complete(bizon, config, rng, kills=4, delays=(0.1, 2.0),
+                                    after_kill=published_is_absent_or_complete)
+        published_is_absent_or_complete()
+    assert_ids_exactly_once([i for i, _ in loaded(bizon, "generator_records")], count)
+    with capsys.disabled():
+        print(f"\nduckdb kill full refresh: {kills} kills, table checked {checks} times")
+    assert kills >= 6
