@@ -46,17 +46,28 @@ std::string NormalizeObjectPrefix(std::string_view prefix) {
 
 Result<std::unique_ptr<ObjectPartStore>> ObjectPartStore::Make(std::unique_ptr<ObjectStore> store,
                                                                std::string prefix,
-                                                               std::string default_destination_id) {
-  std::string pattern = (std::filesystem::temp_directory_path() / "bizon-parts-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return Fail(Status(StatusCode::kUnavailable,
-                       fmt::format("cannot create a scratch directory like {}", pattern),
-                       FailureClass::kDestination));
-  }
+                                                               std::string default_destination_id,
+                                                               std::string_view pipeline) {
   prefix = NormalizeObjectPrefix(prefix);
   if (!prefix.empty()) prefix += "/";
+  // One directory per pipeline and table (the run lock keeps a second process of the pipeline
+  // out), so that a run removes what a killed one left half written.
+  std::error_code error;
+  std::string key =
+      fmt::format("{}\n{}\n{}\n{}\n{}", ::getuid(), std::filesystem::current_path(error).string(),
+                  pipeline, prefix, default_destination_id);
+  std::string scratch = (std::filesystem::temp_directory_path(error) /
+                         fmt::format("bizon-parts-{:016x}", std::hash<std::string>{}(key)))
+                            .string();
+  std::filesystem::remove_all(scratch, error);
+  if (!std::filesystem::create_directory(scratch, error) || error) {
+    return Fail(
+        Status(StatusCode::kUnavailable,
+               fmt::format("cannot create the scratch directory {}: {}", scratch, error.message()),
+               FailureClass::kDestination));
+  }
   return std::unique_ptr<ObjectPartStore>(new ObjectPartStore(
-      std::move(store), std::move(prefix), std::move(default_destination_id), pattern));
+      std::move(store), std::move(prefix), std::move(default_destination_id), scratch));
 }
 
 ObjectPartStore::ObjectPartStore(std::unique_ptr<ObjectStore> store, std::string prefix,

@@ -32,11 +32,13 @@ std::string NormalizeObjectPrefix(std::string_view prefix);
 
 class ObjectPartStore final : public PartStore {
  public:
-  /// Parts are written under a scratch directory of its own, made in the system's temporary
-  /// directory and removed with the store.
+  /// Parts are written under a scratch directory in the system's temporary directory, one per
+  /// working directory, `pipeline`, prefix and default id: emptied here (a killed run's
+  /// leftovers) and removed with the store.
   static Result<std::unique_ptr<ObjectPartStore>> Make(std::unique_ptr<ObjectStore> store,
                                                        std::string prefix,
-                                                       std::string default_destination_id);
+                                                       std::string default_destination_id,
+                                                       std::string_view pipeline);
   ~ObjectPartStore() override;
 
   Status CheckId(std::string_view id) const override;

@@ -64,8 +64,8 @@ class MemoryObjectStore final : public ObjectStore {
 class ObjectPartStoreTest : public ::testing::Test {
  protected:
   std::unique_ptr<PartsDestination> Make(SyncMode mode, const std::string& job_id) {
-    auto store =
-        ObjectPartStore::Make(std::make_unique<MemoryObjectStore>(&objects_), "/lake/raw/", "out");
+    auto store = ObjectPartStore::Make(std::make_unique<MemoryObjectStore>(&objects_), "/lake/raw/",
+                                       "out", "pipeline");
     EXPECT_TRUE(store.has_value());
     PartsDestinationOptions options{.sync = {.name = "pipeline",
                                              .job_id = job_id,

@@ -69,7 +69,7 @@ Result<std::unique_ptr<Destination>> MakeObjectStoreDestination(const Destinatio
   }
   BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ObjectPartStore> parts,
                          ObjectPartStore::Make(std::move(store), context.config.GetString("prefix"),
-                                               options.default_destination_id));
+                                               options.default_destination_id, context.sync.name));
   return std::unique_ptr<Destination>(
       std::make_unique<PartsDestination>(std::move(options), std::move(parts)));
 }
