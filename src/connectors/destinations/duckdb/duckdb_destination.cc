@@ -388,6 +388,8 @@ DuckdbDestination::DuckdbDestination(const DestinationContext& context)
       database_path_(context.config.GetString("database")),
       schema_(context.config.GetString("schema", "main")),
       unnest_(context.config.GetBool("unnest", false)),
+      threads_(context.config.GetInteger("threads", 1)),
+      memory_limit_mb_(context.config.GetInteger("memory_limit_mb", 256)),
       encoder_(std::make_unique<RowEncoder>()) {
   raw_columns_ = {{"_bizon_id", DuckColumnType::kVarchar},
                   {"_bizon_extracted_at", DuckColumnType::kTimestamptz},
@@ -662,6 +664,10 @@ Status DuckdbDestination::Open(const Value& resume_state) {
   connection_.emplace(std::move(connection));
   // Strings without an offset are UTC, as in the other destinations, whatever the host's zone.
   BIZON_RETURN_IF_ERROR(connection_->Execute("SET TimeZone = 'UTC'"));
+  // The appender needs no worker threads, and DuckDB would otherwise keep every block of the
+  // table in memory (its default limit is most of the host's RAM): both bound the peak.
+  BIZON_RETURN_IF_ERROR(connection_->Execute(
+      fmt::format("SET threads = {}; SET memory_limit = '{}MB'", threads_, memory_limit_mb_)));
   quoted_schema_ = DuckQuoteIdentifier(schema_);
   BIZON_RETURN_IF_ERROR(EnsureLoadLog());
 
@@ -1203,7 +1209,22 @@ ConfigSpec DuckdbDestinationSpec() {
                  {.name = "table",
                   .type = FieldType::kString,
                   .description = "Table to load into; defaults to destination_id, then the "
-                                 "source and stream names joined by '_'."}},
+                                 "source and stream names joined by '_'."},
+                 {.name = "threads",
+                  .type = FieldType::kInteger,
+                  .description = "DuckDB's worker threads for the file (the appender needs "
+                                 "none; a merge or an incremental publish of many rows uses "
+                                 "them).",
+                  .default_value = Value(1),
+                  .minimum = 1,
+                  .maximum = 256},
+                 {.name = "memory_limit_mb",
+                  .type = FieldType::kInteger,
+                  .description = "DuckDB's memory limit for the file, in MB; above it DuckDB "
+                                 "evicts written blocks and spills to <database>.tmp. The "
+                                 "process's peak is about this plus the open load's rows.",
+                  .default_value = Value(256),
+                  .minimum = 64}},
       .unknown_keys = UnknownKeys::kError};
   // Not change_format and schema_contract (CheckDuckPolicies refuses them in record_schemas).
   for (FieldSpec& field : WriteDispositionFields()) {

@@ -170,6 +170,8 @@ class DuckdbDestination final : public Destination {
   std::string schema_;
   std::string default_table_;
   bool unnest_ = false;
+  int64_t threads_ = 1;
+  int64_t memory_limit_mb_ = 256;
   TablePolicies policies_;
   std::map<std::string, std::vector<Column>, std::less<>> schemas_;
   std::vector<Column> raw_columns_;

@@ -405,6 +405,18 @@ TEST(DuckdbDestinationRegistrationTest, RefusesChangeFormatsAndSchemaContractsWi
             paths.end());
 }
 
+TEST_F(DuckdbDestinationTest, BoundsDuckDBsThreadsAndMemory) {
+  auto bounded = Make(SyncMode::kStream, "job1");
+  ASSERT_OK(bounded->Open(Value()));
+  EXPECT_EQ(Text("SELECT current_setting('threads')"), "1");
+  EXPECT_EQ(Text("SELECT current_setting('memory_limit')"), "244.1 MiB");  // 256 MB.
+  auto wider = Make(SyncMode::kStream, "job2",
+                    Value(Value::Map{{"threads", Value(2)}, {"memory_limit_mb", Value(1000)}}));
+  ASSERT_OK(wider->Open(Value()));
+  EXPECT_EQ(Text("SELECT current_setting('threads')"), "2");
+  EXPECT_EQ(Text("SELECT current_setting('memory_limit')"), "953.6 MiB");  // 1000 MB.
+}
+
 TEST_F(DuckdbDestinationTest, AFileThatCannotBeOpenedIsAnErrorNamingIt) {
   auto destination = Make(SyncMode::kStream, "job1");
   std::filesystem::create_directories(path_);  // A directory where the file should be.
