@@ -9,6 +9,7 @@ skipped without it. GCS tests use the `google_emulators` fixture, so they share 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -46,10 +47,10 @@ class Bucket:
     def read(self, name: str) -> bytes:
         raise NotImplementedError
 
-    def table(self, destination_id: str = "out") -> list[str]:
+    def table(self, destination_id: str = "out", extension: str = ".parquet") -> list[str]:
         """The published parts of a table, relative names, in name order."""
         return sorted(name for name in self.names()
-                      if name.startswith(destination_id + "/") and name.endswith(".parquet")
+                      if name.startswith(destination_id + "/") and name.endswith(extension)
                       and "/" not in name[len(destination_id) + 1:])
 
     def rows(self, destination_id: str = "out") -> list[dict]:
@@ -143,6 +144,20 @@ def full_refresh_replaces_the_table(bizon, bucket: Bucket) -> None:
     assert bucket.staged() == []
 
 
+def json_parts_hold_the_ndjson_records(bizon, bucket: Bucket) -> None:
+    source = generator(count=1_000, page_size=100)
+    bizon.run("run", bizon.write("json.yml", pipeline("os-json", source)), check=0)
+    expected = records(bizon.read_ndjson("out.json"))
+    destination = bucket.destination(format="json", buffer_size=0.05)
+    bizon.run("run", bizon.write("p.yml", pipeline("os-json-parts", source, destination)), check=0)
+    parts = bucket.table(extension=".json")
+    assert len(parts) > 1 and bucket.table() == []
+    rows = [json.loads(line) for part in parts for line in bucket.read(part).splitlines()]
+    assert records(rows) == expected
+    assert sorted(rows[0]) == sorted(RECORD_SCHEMA)
+    assert bucket.staged() == []
+
+
 def incremental_appends_each_window_once(bizon, bucket: Bucket) -> None:
     options = dict(page_size=100, interval_ms=1)
     destination = bucket.destination(buffer_size=0.02, compression="snappy")
@@ -208,6 +223,10 @@ def test_gcs_full_refresh_replaces_the_table(bizon, gcs):
     full_refresh_replaces_the_table(bizon, gcs)
 
 
+def test_gcs_json_parts_hold_the_ndjson_records(bizon, gcs):
+    json_parts_hold_the_ndjson_records(bizon, gcs)
+
+
 def test_gcs_incremental_appends_each_window_once(bizon, gcs):
     incremental_appends_each_window_once(bizon, gcs)
 
@@ -239,6 +258,10 @@ def test_gcs_bad_destination_id_is_a_config_error_with_its_line(bizon, gcs):
 
 def test_s3_full_refresh_replaces_the_table(bizon, s3):
     full_refresh_replaces_the_table(bizon, s3)
+
+
+def test_s3_json_parts_hold_the_ndjson_records(bizon, s3):
+    json_parts_hold_the_ndjson_records(bizon, s3)
 
 
 def test_s3_incremental_appends_each_window_once(bizon, s3):

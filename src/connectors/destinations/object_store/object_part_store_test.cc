@@ -63,7 +63,8 @@ class MemoryObjectStore final : public ObjectStore {
 
 class ObjectPartStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<PartsDestination> Make(SyncMode mode, const std::string& job_id) {
+  std::unique_ptr<PartsDestination> Make(SyncMode mode, const std::string& job_id,
+                                         PartFormat format = PartFormat::kParquet) {
     auto store = ObjectPartStore::Make(std::make_unique<MemoryObjectStore>(&objects_), "/lake/raw/",
                                        "out", "pipeline");
     EXPECT_TRUE(store.has_value());
@@ -74,6 +75,7 @@ class ObjectPartStoreTest : public ::testing::Test {
                                              .sync_mode = mode,
                                              .destination_name = "gcs"},
                                     .default_destination_id = "out",
+                                    .format = format,
                                     .label = "gcs destination"};
     return std::make_unique<PartsDestination>(std::move(options), std::move(*store));
   }
@@ -152,6 +154,25 @@ TEST_F(ObjectPartStoreTest, IncrementalPublishesAtFinalizeAndAResumeRemovesWhatI
   auto resumed = Make(SyncMode::kIncremental, "job1");
   ASSERT_TRUE(resumed->Open(first).ok());
   EXPECT_EQ(Names(), (std::vector<std::string>{"lake/raw/out/job1-000001.parquet"}));
+}
+
+TEST_F(ObjectPartStoreTest, JsonPartsAreLinesPublishedTheSameWay) {
+  auto destination = Make(SyncMode::kIncremental, "job1", PartFormat::kNdjson);
+  ASSERT_TRUE(destination->Open(Value()).ok());
+  Value state = Write(*destination, Batch(0, 3));
+  EXPECT_EQ(state.ToJson(), R"({"parts":{"out":1}})");
+  ASSERT_TRUE(destination->Finalize().ok());
+  ASSERT_TRUE(destination->OnJobSucceeded().ok());
+  EXPECT_EQ(Names(), (std::vector<std::string>{"lake/raw/out/job1-000001.json"}));
+  const std::string& lines = objects_["lake/raw/out/job1-000001.json"];
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3);
+  EXPECT_NE(lines.find(R"("source_record_id":"2")"), std::string::npos) << lines;
+
+  // A resume counts .json parts as it counts .parquet ones.
+  auto resumed = Make(SyncMode::kIncremental, "job1", PartFormat::kNdjson);
+  ASSERT_TRUE(
+      resumed->Open(Value(Value::Map{{"parts", Value(Value::Map{{"out", Value(0)}})}})).ok());
+  EXPECT_EQ(Names(), std::vector<std::string>{});
 }
 
 TEST(ObjectDestinationIdTest, RefusesNamesThatWouldNotBeCleanObjectNames) {

@@ -29,9 +29,9 @@ std::vector<FieldSpec> BucketFields(std::string_view store) {
        .default_value = Value("")},
       {.name = "format",
        .type = FieldType::kEnum,
-       .description = "File format of the parts.",
+       .description = "File format of the parts: parquet, or json (JSON lines, `.json` parts).",
        .default_value = Value("parquet"),
-       .enum_values = {"parquet"}},
+       .enum_values = {"parquet", "json"}},
       {.name = "compression",
        .type = FieldType::kEnum,
        .description = "Parquet compression codec.",
@@ -62,6 +62,9 @@ Result<std::unique_ptr<Destination>> MakeObjectStoreDestination(const Destinatio
   options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
                             .value_or(ParquetCompression::kZstd);
   options.max_part_bytes = ParquetPartBytes(context.config);
+  if (context.config.GetString("format", "parquet") == "json") {
+    options.format = PartFormat::kNdjson;
+  }
   BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
   for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
   if (Status checked = CheckObjectDestinationId(options.default_destination_id); !checked.ok()) {

@@ -139,9 +139,9 @@ FieldSpec ParquetPartSizeField() {
   return {.name = "part_size",
           .type = FieldType::kNumber,
           .description =
-              "Parquet: the most MB of records in one part file (one row group); a "
-              "table's rows are also written out at each durable point (buffer_size). "
-              "Peak memory grows by about 4 MB per MB of it.",
+              "The most MB of records in one part file (for Parquet, one row group); a table's "
+              "rows are also written out at each durable point (buffer_size). Peak memory grows "
+              "by about 4 MB per MB of it.",
           .default_value = Value(8),
           .minimum = 0.1};
 }

@@ -27,6 +27,7 @@
 #include "bizon/record_batch.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
+#include "connectors/destinations/parquet/part_writer.h"
 
 namespace bizon {
 
@@ -69,32 +70,23 @@ int64_t ParquetPartBytes(const Value& config);
 /// ParseParquetColumnType knows. Violations carry `record_schemas[i].record_schema[j].type`.
 std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config);
 
-class ParquetPartWriter {
+class ParquetPartWriter final : public PartWriter {
  public:
   /// `columns`: nullopt for the destination record's columns, else the unnest columns.
   static Result<std::unique_ptr<ParquetPartWriter>> Make(
       std::optional<std::vector<ParquetColumn>> columns, ParquetCompression compression);
-  ~ParquetPartWriter();
+  ~ParquetPartWriter() override;
   ParquetPartWriter(const ParquetPartWriter&) = delete;
   ParquetPartWriter& operator=(const ParquetPartWriter&) = delete;
 
-  /// Appends record `i` of `batch` as a destination record (a fresh bizon_id per row).
-  Status AppendRecord(const RecordBatch& batch, size_t i, int64_t loaded_at_us);
-  /// Appends the unnest columns of a payload, which must be a JSON object holding exactly the
-  /// declared keys; a value the column's type cannot take is kInvalidArgument naming the record.
-  Status AppendUnnested(std::string_view payload, std::string_view record_id);
-
-  /// Rows appended since the last part.
-  int64_t rows() const { return rows_; }
-  /// Bytes of record text (payloads and ids) appended since the last part: what a part's memory
-  /// grows with.
-  int64_t bytes() const { return bytes_; }
-
-  /// Writes the rows appended since the last part to `path` (replacing it) and starts an empty
-  /// part.
-  Status WritePart(const std::string& path);
-  /// Drops the rows appended since the last part.
-  Status Discard();
+  Status AppendRecord(const RecordBatch& batch, size_t i, int64_t loaded_at_us) override;
+  /// A value the column's type cannot take is kInvalidArgument naming the record.
+  Status AppendUnnested(std::string_view payload, std::string_view record_id) override;
+  int64_t rows() const override { return rows_; }
+  int64_t bytes() const override { return bytes_; }
+  Status WritePart(const std::string& path) override;
+  Status Discard() override;
+  std::string_view extension() const override { return ".parquet"; }
 
  private:
   struct Engine;

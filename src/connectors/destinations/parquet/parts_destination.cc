@@ -7,17 +7,22 @@
 #include <charconv>
 
 #include "connectors/destinations/destination_record.h"
+#include "connectors/destinations/parquet/ndjson_part_writer.h"
 
 namespace bizon {
 
-std::string PartFileName(std::string_view job_id, int64_t seq) {
-  return fmt::format("{}-{:06}.parquet", job_id, seq);
+std::string PartFileName(std::string_view job_id, int64_t seq, std::string_view extension) {
+  return fmt::format("{}-{:06}{}", job_id, seq, extension);
 }
 
 std::optional<std::pair<std::string, int64_t>> ParsePartFileName(std::string_view file) {
-  constexpr std::string_view kSuffix = ".parquet";
-  if (!file.ends_with(kSuffix)) return std::nullopt;
-  file.remove_suffix(kSuffix.size());
+  if (file.ends_with(".parquet")) {
+    file.remove_suffix(std::string_view(".parquet").size());
+  } else if (file.ends_with(".json")) {
+    file.remove_suffix(std::string_view(".json").size());
+  } else {
+    return std::nullopt;
+  }
   size_t dash = file.rfind('-');
   if (dash == std::string_view::npos || dash == 0 || dash + 1 == file.size()) return std::nullopt;
   int64_t seq = 0;
@@ -187,6 +192,21 @@ Status PartsDestination::TrackNewIds(const RecordBatch& records) {
   return Status::Ok();
 }
 
+Result<std::unique_ptr<PartWriter>> PartsDestination::MakeWriter(
+    std::optional<std::vector<ParquetColumn>> columns) const {
+  if (options_.format == PartFormat::kNdjson) {
+    std::optional<std::vector<std::string>> names;
+    if (columns) {
+      names.emplace();
+      for (const ParquetColumn& column : *columns) names->push_back(column.name);
+    }
+    return std::unique_ptr<PartWriter>(std::make_unique<NdjsonPartWriter>(std::move(names)));
+  }
+  BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ParquetPartWriter> writer,
+                         ParquetPartWriter::Make(std::move(columns), options_.compression));
+  return std::unique_ptr<PartWriter>(std::move(writer));
+}
+
 Result<PartsDestination::Table*> PartsDestination::WriterFor(std::string_view id) {
   auto found = tables_.find(id);
   if (found == tables_.end()) {
@@ -207,8 +227,7 @@ Result<PartsDestination::Table*> PartsDestination::WriterFor(std::string_view id
       }
       columns = schema->second;
     }
-    BIZON_ASSIGN_OR_RETURN(table.writer,
-                           ParquetPartWriter::Make(std::move(columns), options_.compression));
+    BIZON_ASSIGN_OR_RETURN(table.writer, MakeWriter(std::move(columns)));
   }
   return &table;
 }
@@ -240,7 +259,7 @@ Status PartsDestination::AppendRecords(const RecordBatch& records, int64_t loade
 void PartsDestination::DiscardUnsynced() {
   for (auto& [id, table] : tables_) {
     for (; table.parts > table.synced_parts; --table.parts) {
-      std::string file = PartFileName(options_.sync.job_id, table.parts);
+      std::string file = FileName(table.parts);
       if (Status deleted = store_->DeleteStaged(id, file); !deleted.ok()) {
         // A resume deletes it too: it is past every state this job returned.
         spdlog::warn("{}: {}", options_.label, deleted.message());
@@ -262,7 +281,7 @@ Status PartsDestination::Append(const RecordBatch& records, int64_t loaded_at_us
 }
 
 Status PartsDestination::StagePart(const std::string& id, Table& table) {
-  std::string file = PartFileName(options_.sync.job_id, table.parts + 1);
+  std::string file = FileName(table.parts + 1);
   BIZON_RETURN_IF_ERROR(table.writer->WritePart(store_->ScratchPath(id, file)));
   BIZON_RETURN_IF_ERROR(store_->Stage(id, file));
   ++table.parts;
@@ -286,6 +305,11 @@ Result<Value> PartsDestination::Write(const RecordBatch& records, int64_t loaded
   return Sync();
 }
 
+std::string PartsDestination::FileName(int64_t seq) const {
+  return PartFileName(options_.sync.job_id, seq,
+                      options_.format == PartFormat::kNdjson ? ".json" : ".parquet");
+}
+
 Value PartsDestination::CurrentState() const {
   Value parts = Value::EmptyMap();
   for (const auto& [id, table] : tables_) parts.Set(id, Value(table.parts));
@@ -301,7 +325,7 @@ Status PartsDestination::OnCursorRecorded(const Value& state) {
     if (found == tables_.end() || !count.is_integer()) continue;
     Table& table = found->second;
     for (int64_t seq = table.published + 1; seq <= count.AsInteger(); ++seq) {
-      BIZON_RETURN_IF_ERROR(store_->Publish(id, PartFileName(options_.sync.job_id, seq)));
+      BIZON_RETURN_IF_ERROR(store_->Publish(id, FileName(seq)));
       table.published = seq;
     }
   }
@@ -325,7 +349,7 @@ Status PartsDestination::Finalize() {
   for (const auto& [id, table] : tables_) {
     std::vector<std::string> files;
     for (int64_t seq = 1; seq <= table.parts; ++seq) {
-      files.push_back(PartFileName(options_.sync.job_id, seq));
+      files.push_back(FileName(seq));
     }
     if (options_.sync.sync_mode == SyncMode::kFullRefresh) {
       BIZON_RETURN_IF_ERROR(store_->Replace(id, options_.sync.job_id, files));

@@ -2,11 +2,12 @@
 // PartStore (local directories for the file destination's `format: parquet`, a bucket for the
 // gcs and s3 destinations).
 //
-// Rows go into one ParquetPartWriter per destination id as batches arrive (CanAppend()); a
-// table's rows are written out as a part, `<job_id>-<seq>.parquet` (seq counts the job's parts of
-// that id from 1), into the id's staging area whenever they reach max_part_bytes and at each
-// Sync(), which returns the number of parts of each id as the state recorded with the cursor. A
-// part is published (moved to the table readers see) only once a recorded cursor covers it:
+// Rows go into one PartWriter (Parquet, or JSON lines) per destination id as batches arrive
+// (CanAppend()); a table's rows are written out as a part, `<job_id>-<seq>.parquet` (seq counts the
+// job's parts of that id from 1), into the id's staging area whenever they reach max_part_bytes and
+// at each Sync(), which returns the number of parts of each id as the state recorded with the
+// cursor. A part is published (moved to the table readers see) only once a recorded cursor covers
+// it:
 //
 // - stream: at OnCursorRecorded(state), parts up to the recorded count;
 // - incremental: at Finalize(), every part of the job;
@@ -31,8 +32,12 @@
 #include "bizon/destination.h"
 #include "connectors/destinations/parquet/parquet_part_writer.h"
 #include "connectors/destinations/parquet/part_store.h"
+#include "connectors/destinations/parquet/part_writer.h"
 
 namespace bizon {
+
+/// What the part files hold.
+enum class PartFormat { kParquet, kNdjson };
 
 struct PartsDestinationOptions {
   SyncMetadata sync;
@@ -43,6 +48,8 @@ struct PartsDestinationOptions {
   bool unnest = false;
   /// Unnest columns by destination id.
   std::map<std::string, std::vector<ParquetColumn>, std::less<>> schemas;
+  PartFormat format = PartFormat::kParquet;
+  /// Parquet only.
   ParquetCompression compression = ParquetCompression::kZstd;
   /// A table's rows are written out as a part once they hold this many bytes of records, besides
   /// at each durable point: what bounds memory (a part is held in DuckDB until it is written).
@@ -51,10 +58,12 @@ struct PartsDestinationOptions {
   std::string label;
 };
 
-/// `<job_id>-<seq>.parquet`, seq zero-padded to six digits.
-std::string PartFileName(std::string_view job_id, int64_t seq);
+/// `<job_id>-<seq><extension>`, seq zero-padded to six digits.
+std::string PartFileName(std::string_view job_id, int64_t seq,
+                         std::string_view extension = ".parquet");
 
-/// The job and sequence number of a part file name; nullopt for another name.
+/// The job and sequence number of a part file name (`.parquet` or `.json`); nullopt for another
+/// name.
 std::optional<std::pair<std::string, int64_t>> ParsePartFileName(std::string_view file);
 
 class PartsDestination final : public Destination {
@@ -73,7 +82,7 @@ class PartsDestination final : public Destination {
 
  private:
   struct Table {
-    std::unique_ptr<ParquetPartWriter> writer;
+    std::unique_ptr<PartWriter> writer;
     /// Parts of this job staged so far (seq of the last one).
     int64_t parts = 0;
     /// `parts` at the last Sync(): a failed append deletes the parts staged after it.
@@ -100,6 +109,9 @@ class PartsDestination final : public Destination {
   Status Track(const std::string& id);
   Status TrackNewIds(const RecordBatch& records);
   Result<Table*> WriterFor(std::string_view id);
+  /// A writer of options_.format, for the unnest `columns` (nullopt: the destination record).
+  Result<std::unique_ptr<PartWriter>> MakeWriter(
+      std::optional<std::vector<ParquetColumn>> columns) const;
   Status AppendRecords(const RecordBatch& records, int64_t loaded_at_us);
   /// Writes the table's gathered rows as its next part and stages it.
   Status StagePart(const std::string& id, Table& table);
@@ -107,6 +119,8 @@ class PartsDestination final : public Destination {
   /// Sync(), so that what is staged is what the last state said.
   void DiscardUnsynced();
   Value CurrentState() const;
+  /// The name of this job's part `seq`.
+  std::string FileName(int64_t seq) const;
 
   PartsDestinationOptions options_;
   std::unique_ptr<PartStore> store_;
