@@ -132,6 +132,28 @@ Status LocalPartStore::Prepare(std::string_view id, std::string_view job_id, boo
   return SyncDirectory(staging);
 }
 
+Status LocalPartStore::Reopen(std::string_view id, std::string_view job_id, bool fresh) {
+  if (!fresh) return Prepare(id, job_id, /*fresh=*/false);
+  std::string marker = JobMarker(job_id);
+  // Swapped in already: the staging directory is gone on purpose.
+  if (fs::exists(fmt::format("{}/{}", TableDir(id), marker))) return Status::Ok();
+  std::string staging = StagingDir(id);
+  BIZON_RETURN_IF_ERROR(MakeDirectory(staging));
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(staging, error)) {
+    std::string name = entry.path().filename().string();
+    // Markers of an abandoned job whose staging this one had not emptied yet.
+    if (name.starts_with(".bizon-job-") && name != marker) {
+      BIZON_RETURN_IF_ERROR(RemoveFile(entry.path().string()));
+    }
+  }
+  if (error) return FsError("cannot list", staging, error);
+  std::string own = fmt::format("{}/{}", staging, marker);
+  if (fs::exists(own)) return Status::Ok();
+  BIZON_RETURN_IF_ERROR(WriteDurably(own, ""));
+  return SyncDirectory(staging);
+}
+
 std::string LocalPartStore::ScratchPath(std::string_view id, std::string_view file) const {
   return fmt::format("{}/.{}.tmp", StagingDir(id), file);
 }

@@ -29,6 +29,7 @@ class LocalPartStore final : public PartStore {
 
   Status CheckId(std::string_view id) const override;
   Status Prepare(std::string_view id, std::string_view job_id, bool fresh) override;
+  Status Reopen(std::string_view id, std::string_view job_id, bool fresh) override;
   std::string ScratchPath(std::string_view id, std::string_view file) const override;
   Status Stage(std::string_view id, std::string_view file) override;
   Result<std::vector<std::string>> ListStaged(std::string_view id) override;

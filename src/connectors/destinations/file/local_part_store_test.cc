@@ -152,6 +152,28 @@ TEST_F(LocalPartStoreTest, StreamResumePublishesARecordedPartACrashLeftStaged) {
   EXPECT_EQ(Ids(), "0,1");
 }
 
+// The manifest names a table before its staging directory is made: a job that died in between
+// resumes with the table known and no directory to write its parts into.
+TEST_F(LocalPartStoreTest, AResumeRemakesAStagingDirectoryTheDeadRunNeverMade) {
+  for (SyncMode mode : {SyncMode::kStream, SyncMode::kIncremental, SyncMode::kFullRefresh}) {
+    SCOPED_TRACE(ToString(mode));
+    fs::remove_all("out");
+    fs::remove_all("out.bizon-staging");
+    {
+      auto destination = Make(mode, "job1");
+      ASSERT_TRUE(destination->Open(Value()).ok());
+    }
+    fs::remove_all("out.bizon-staging");  // As if killed between the manifest and the mkdir.
+    auto resumed = Make(mode, "job1");
+    ASSERT_TRUE(resumed->Open(Value()).ok());
+    Value state = Write(*resumed, Batch(0, 3));
+    ASSERT_TRUE(resumed->OnCursorRecorded(state).ok());
+    ASSERT_TRUE(resumed->Finalize().ok());
+    EXPECT_EQ(Ids(), "0,1,2");
+    ASSERT_TRUE(resumed->OnJobSucceeded().ok());
+  }
+}
+
 TEST_F(LocalPartStoreTest, IncrementalResumeDropsUnrecordedPartsEvenPublishedOnes) {
   fs::create_directory("out");
   auto destination = Make(SyncMode::kIncremental, "job1");

@@ -27,6 +27,15 @@ class PartStore {
   /// Makes `id`'s staging area usable for job `job_id`. `fresh` (a full refresh's first use of
   /// the id) empties it first: what it holds belongs to an abandoned job.
   virtual Status Prepare(std::string_view id, std::string_view job_id, bool fresh) = 0;
+  /// For a resumed job whose manifest already names `id`: makes what Prepare() makes exist when
+  /// the job died before Prepare() made it (the manifest is written first), keeping what the
+  /// staging area holds. `fresh`: the job is a full refresh. Nothing to do by default.
+  virtual Status Reopen(std::string_view id, std::string_view job_id, bool fresh) {
+    (void)id;
+    (void)job_id;
+    (void)fresh;
+    return Status::Ok();
+  }
   /// A local path the part `file` of `id` is written to before Stage() takes it.
   virtual std::string ScratchPath(std::string_view id, std::string_view file) const = 0;
   /// Moves the file written at ScratchPath() into `id`'s staging area; durable on return.

@@ -98,6 +98,8 @@ Status PartsDestination::Resume(const std::optional<Manifest>& manifest, const V
     table.synced_parts = parts;
     table.published = options_.sync.sync_mode == SyncMode::kStream ? parts : 0;
     BIZON_RETURN_IF_ERROR(RollBack(id, parts));
+    BIZON_RETURN_IF_ERROR(store_->Reopen(id, options_.sync.job_id,
+                                         options_.sync.sync_mode == SyncMode::kFullRefresh));
   }
   // Without its own manifest (removed by hand), the cursor is all there is to go by.
   return manifest ? Status::Ok() : SaveManifest();
