@@ -65,8 +65,11 @@ class ObjectPartStoreTest : public ::testing::Test {
  protected:
   std::unique_ptr<PartsDestination> Make(SyncMode mode, const std::string& job_id,
                                          PartFormat format = PartFormat::kParquet) {
-    auto store = ObjectPartStore::Make(std::make_unique<MemoryObjectStore>(&objects_), "/lake/raw/",
-                                       "out", "pipeline");
+    // The scratch directory is one per pipeline: ctest runs these tests side by side, so each
+    // is a pipeline of its own (a run lock keeps two processes of one pipeline apart for real).
+    auto store =
+        ObjectPartStore::Make(std::make_unique<MemoryObjectStore>(&objects_), "/lake/raw/", "out",
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     EXPECT_TRUE(store.has_value());
     PartsDestinationOptions options{.sync = {.name = "pipeline",
                                              .job_id = job_id,
