@@ -203,13 +203,42 @@ std::string BigqueryStagingOwner(std::string_view job_id) {
   return fmt::format("bizon staging table of pipeline job {}", job_id);
 }
 
+namespace {
+
+/// Adds to `existing` the columns of `wanted` it lacks (see PrepareBigqueryTable).
+Status AddMissingColumns(BigQueryClient& client, BigQueryTable existing,
+                         const BigQuerySchema& wanted) {
+  std::vector<std::string> added;
+  for (const BigQueryField& field : wanted) {
+    bool present = std::any_of(existing.schema.begin(), existing.schema.end(),
+                               [&](const BigQueryField& have) { return have.name == field.name; });
+    if (present) continue;
+    BigQueryField column = field;
+    if (column.mode == "REQUIRED") column.mode = "NULLABLE";
+    existing.schema.push_back(std::move(column));
+    added.push_back(field.name);
+  }
+  if (added.empty()) return Status::Ok();
+  spdlog::warn("bigquery destination: adding columns {} to table {}", fmt::join(added, ", "),
+               existing.ref.ToString());
+  auto done = client.PatchTable(existing);
+  if (!done) {
+    return BigqueryDestinationContext(done.error(), "adding columns to " + existing.ref.ToString());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool staged,
                             std::string_view job_id,
-                            const std::function<void(const std::string&)>& on_abandoned) {
+                            const std::function<void(const std::string&)>& on_abandoned,
+                            bool add_missing_columns) {
   std::string owner = BigqueryStagingOwner(job_id);
   if (staged) wanted.description = owner;
   auto existing = client.GetTable(wanted.ref);
   if (existing) {
+    if (!staged && add_missing_columns) return AddMissingColumns(client, *existing, wanted.schema);
     if (!staged || existing->description == owner) return Status::Ok();
     // Left by another job (a failed or killed earlier run): its rows are not this job's.
     spdlog::info("bigquery destination: dropping staging table {} left by an earlier job",
@@ -227,32 +256,6 @@ Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool s
   auto created = client.InsertTable(wanted, true);
   if (!created)
     return BigqueryDestinationContext(created.error(), "creating table " + wanted.ref.ToString());
-  return Status::Ok();
-}
-
-Status AddMissingBigqueryColumns(BigQueryClient& client, const BigQueryTableRef& ref,
-                                 const BigQuerySchema& wanted) {
-  auto existing = client.GetTable(ref);
-  if (!existing) {
-    if (existing.error().code() == StatusCode::kNotFound) return Status::Ok();
-    return BigqueryDestinationContext(existing.error(), "table " + ref.ToString());
-  }
-  BigQueryTable patched = *existing;
-  std::vector<std::string> added;
-  for (const BigQueryField& field : wanted) {
-    bool present = std::any_of(existing->schema.begin(), existing->schema.end(),
-                               [&](const BigQueryField& have) { return have.name == field.name; });
-    if (present) continue;
-    BigQueryField column = field;
-    if (column.mode == "REQUIRED") column.mode = "NULLABLE";
-    patched.schema.push_back(std::move(column));
-    added.push_back(field.name);
-  }
-  if (added.empty()) return Status::Ok();
-  spdlog::warn("bigquery destination: adding columns {} to table {}", fmt::join(added, ", "),
-               ref.ToString());
-  auto done = client.PatchTable(patched);
-  if (!done) return BigqueryDestinationContext(done.error(), "adding columns to " + ref.ToString());
   return Status::Ok();
 }
 

@@ -91,17 +91,15 @@ std::string BigqueryStagingOwner(std::string_view job_id);
 /// Makes `wanted` exist with its schema, partitioning and clustering. `staged`: it is a staging
 /// table of pipeline job `job_id` (its description says so): one owned by another job (a failed
 /// or killed earlier run) is dropped and made again, after `on_abandoned(earlier job id)` runs;
-/// one owned by this job (a resumed run) is kept. A table that is not staged is kept as it is.
+/// one owned by this job (a resumed run) is kept. A table that is not staged is kept as it is,
+/// except that `add_missing_columns` adds the columns of `wanted` it lacks (as the original's
+/// streaming destinations do when a record schema gains a column), NULLABLE whatever their
+/// declared mode, since BigQuery adds no REQUIRED column to a table that has rows. Columns are
+/// never dropped or retyped.
 Status PrepareBigqueryTable(BigQueryClient& client, BigQueryTable wanted, bool staged,
                             std::string_view job_id,
-                            const std::function<void(const std::string&)>& on_abandoned);
-
-/// Adds to the existing table `ref` the columns of `wanted` it lacks (as the original's streaming
-/// destinations do when a record schema gains a column), NULLABLE whatever their declared mode,
-/// since BigQuery adds no REQUIRED column to a table that has rows. Columns are never dropped or
-/// retyped. A missing table is left alone.
-Status AddMissingBigqueryColumns(BigQueryClient& client, const BigQueryTableRef& ref,
-                                 const BigQuerySchema& wanted);
+                            const std::function<void(const std::string&)>& on_abandoned,
+                            bool add_missing_columns = false);
 
 /// A failure of a BigQuery destination (failure class `destination`).
 Status BigqueryDestinationError(StatusCode code, std::string message);

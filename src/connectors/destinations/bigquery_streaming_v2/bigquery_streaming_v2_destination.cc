@@ -421,10 +421,8 @@ Status BigqueryStreamingV2Destination::Prepare(TableState& table) {
     wanted.max_staleness = max_staleness_;
   }
   BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, wanted, Staged() && !table.cdc,
-                                             sync_.job_id, /*on_abandoned=*/nullptr));
-  if (!Staged()) {
-    BIZON_RETURN_IF_ERROR(AddMissingBigqueryColumns(*bigquery_, table.staging, wanted.schema));
-  }
+                                             sync_.job_id, /*on_abandoned=*/nullptr,
+                                             /*add_missing_columns=*/!Staged()));
   if (table.cdc) {
     auto existing = bigquery_->GetTable(table.staging);
     if (existing && existing->primary_key != table.policy.primary_key) {
@@ -823,9 +821,9 @@ Status BigqueryStreamingV2Destination::Publish(TableState& table) {
                        .time_partitioning = partitioning_,
                        .clustering_fields = table.clustering};
     BIZON_RETURN_IF_ERROR(RefuseBadPartitionFor(table.main, /*replaces=*/false));
-    BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, main, /*staged=*/false, sync_.job_id,
-                                               /*on_abandoned=*/nullptr));
-    BIZON_RETURN_IF_ERROR(AddMissingBigqueryColumns(*bigquery_, table.main, main.schema));
+    BIZON_RETURN_IF_ERROR(PrepareBigqueryTable(*bigquery_, std::move(main), /*staged=*/false,
+                                               sync_.job_id, /*on_abandoned=*/nullptr,
+                                               /*add_missing_columns=*/true));
     sql = fmt::format("INSERT INTO {} ({}) SELECT {} FROM {}", Quoted(table.main), list, list,
                       Quoted(table.staging));
   }
