@@ -13,9 +13,7 @@ import dlt
 
 # The generator's records, as the rest case's server renders them.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
-from paged_server import record  # noqa: E402
-
-PAGE = 1000
+from paged_server import pages  # noqa: E402
 
 
 def main() -> int:
@@ -29,8 +27,7 @@ def main() -> int:
 
     @dlt.resource(name="items", write_disposition="replace")
     def items():
-        for offset in range(0, count, PAGE):
-            yield [record(i, padding) for i in range(offset, min(count, offset + PAGE))]
+        yield from pages(count, padding)
 
     pipeline = dlt.pipeline(pipeline_name="bench_parquet", destination="filesystem",
                             dataset_name="bench", pipelines_dir=os.path.join(here, "dlt"))

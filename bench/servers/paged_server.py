@@ -33,6 +33,12 @@ def record(i: int, padding: str, start: datetime = START) -> dict:
     return data
 
 
+def pages(count: int, padding: str, size: int = 1000):
+    """Records 0..count-1 in lists of `size`: what the dlt peers' resources yield."""
+    for offset in range(0, count, size):
+        yield [record(i, padding) for i in range(offset, min(count, offset + size))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, required=True)
