@@ -178,11 +178,7 @@ Result<std::vector<StoredObject>> S3ObjectStore::List(const std::string& prefix)
   while (true) {
     QueryParams query{{"list-type", "2"}, {"prefix", prefix}};
     if (!token.empty()) query.emplace_back("continuation-token", token);
-    std::string encoded;
-    for (const auto& [name, value] : query) {
-      encoded += (encoded.empty() ? "" : "&") + PercentEncode(name) + "=" + PercentEncode(value);
-    }
-    HttpRequest request{.method = "GET", .url = Url("", encoded)};
+    HttpRequest request{.method = "GET", .url = Url("", FormEncode(query))};
     BIZON_ASSIGN_OR_RETURN(HttpResponse response,
                            Send(request, Uri(prefix + "*"), /*missing_ok=*/false));
     for (std::string_view contents : XmlValues(response.body, "Contents")) {
