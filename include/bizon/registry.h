@@ -124,7 +124,14 @@ class ConnectorRegistry {
   std::vector<const SourceDescriptor*> sources() const;
   std::vector<const DestinationDescriptor*> destinations() const;
 
+  /// Records a built-in connector this binary was built without (its family's CMake option OFF),
+  /// so that a pipeline naming it is refused with the option that builds it.
+  void AddUnbuilt(std::string name, std::string family);
+  /// The family of the unbuilt connector `name`; empty for any other name.
+  std::string_view UnbuiltFamily(std::string_view name) const;
+
  private:
+  std::map<std::string, std::string, std::less<>> unbuilt_;
   std::map<std::string, SourceDescriptor, std::less<>> sources_;
   std::map<std::string, DestinationDescriptor, std::less<>> destinations_;
 };

@@ -1,4 +1,6 @@
 // The `bizon` command line.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -6,6 +8,7 @@
 #include "bizon/registry.h"
 #include "cli/cli_context.h"
 #include "cli/pipeline_declaration.h"
+#include "common/connector_families.h"
 #include "common/logging.h"
 #include "connectors/registration.h"
 #include "engine/embedded_python.h"
@@ -24,7 +27,9 @@ int Run(int argc, char** argv) {
   bizon::ConfigureLogging("INFO").IgnoreError();  // A constant, always valid.
 
   CLI::App app{"Bizon CLI: extract and load data with checkpoints you can trust.", "bizon"};
-  app.set_version_flag("--version", std::string("bizon ") + BIZON_VERSION);
+  // The families this binary was built with: a pipeline naming a part of another is refused.
+  app.set_version_flag(
+      "--version", fmt::format("bizon {} ({})", BIZON_VERSION, bizon::DescribeConnectorFamilies()));
   app.require_subcommand(1);
   const bizon::PipelineDeclaration declaration = bizon::DeclarePipeline(registry);
   bizon::CliContext context{registry, declaration, argv[0], 0};

@@ -48,6 +48,15 @@ std::vector<const DestinationDescriptor*> ConnectorRegistry::destinations() cons
   return out;
 }
 
+void ConnectorRegistry::AddUnbuilt(std::string name, std::string family) {
+  unbuilt_.insert_or_assign(std::move(name), std::move(family));
+}
+
+std::string_view ConnectorRegistry::UnbuiltFamily(std::string_view name) const {
+  auto it = unbuilt_.find(name);
+  return it == unbuilt_.end() ? std::string_view() : std::string_view(it->second);
+}
+
 std::string_view ToString(SyncMode mode) {
   switch (mode) {
     case SyncMode::kFullRefresh:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/connector_families.h"
 #include "common/write_disposition.h"
 
 namespace bizon {
@@ -429,11 +430,28 @@ void CheckUnnestSchemas(const Value& raw, ValidationResult& result) {
   }
 }
 
+/// A connector of a family this binary was built without: refused at its name, with the option
+/// that builds it (besides the list of names the spec knows).
+void CheckBuiltConnectors(const ConnectorRegistry& registry, const Value& raw,
+                          ValidationResult& result) {
+  for (std::string_view path : {"source.name", "destination.name"}) {
+    const Value* name = raw.FindPath(path);
+    if (name == nullptr || !name->is_string()) continue;
+    std::string_view family = registry.UnbuiltFamily(name->AsString());
+    if (family.empty()) continue;
+    std::string kind(path.substr(0, path.find('.')));
+    AddAtPath(raw, Diagnostic::Severity::kError, std::string(path),
+              NotBuiltError(fmt::format("the '{}' {}", name->AsString(), kind), family).message(),
+              result);
+  }
+}
+
 }  // namespace
 
 void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw,
                         ValidationResult& result) {
   const ConnectorRegistry& registry = declaration.registry;
+  CheckBuiltConnectors(registry, raw, result);
   CheckStaticDestinationIds(registry, raw, result);
   CheckDestinationRules(registry, raw, result);
   const Value& config = result.normalized;

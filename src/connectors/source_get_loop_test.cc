@@ -461,7 +461,10 @@ TEST(SourceGetLoopCoverageTest, EveryRegisteredSourceIsReadOrExcused) {
     if (registered.count(name) == 0) problems.push_back(name + ": a case for no registered source");
   }
   for (const auto& [name, reason] : kNotReadHere) {
-    if (registered.count(name) == 0) problems.push_back(name + ": excused but not registered");
+    // A source of a family this build left out is neither registered nor read.
+    if (registered.count(name) == 0 && registry.UnbuiltFamily(name).empty()) {
+      problems.push_back(name + ": excused but not registered");
+    }
     std::cout << "Not read here: " << name << ": " << reason << "\n";
   }
   std::string list;

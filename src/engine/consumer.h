@@ -9,7 +9,7 @@
 
 #include "bizon/backend.h"
 #include "bizon/destination.h"
-#include "engine/channel.h"
+#include "engine/queue/channel.h"
 #include "engine/commit_loop.h"
 #include "engine/job.h"
 #include "engine/settings.h"

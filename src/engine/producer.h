@@ -11,7 +11,7 @@
 #include "bizon/backend.h"
 #include "bizon/source.h"
 #include "engine/acknowledgements.h"
-#include "engine/channel.h"
+#include "engine/queue/channel.h"
 #include "engine/job.h"
 #include "engine/settings.h"
 

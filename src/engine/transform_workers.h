@@ -18,7 +18,7 @@
 
 #include "bizon/status.h"
 #include "bizon/value.h"
-#include "engine/channel.h"
+#include "engine/queue/channel.h"
 
 namespace bizon {
 

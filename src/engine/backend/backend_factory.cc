@@ -5,11 +5,19 @@
 
 #include <filesystem>
 
+#include "bizon/build_features.h"
+#include "common/connector_families.h"
 #include "engine/backend/backend_options.h"
-#include "engine/backend/bigquery_backend.h"
-#include "engine/backend/duckdb_backend.h"
-#include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
+#if BIZON_WITH_BIGQUERY
+#include "engine/backend/bigquery_backend.h"
+#endif
+#if BIZON_WITH_DUCKDB
+#include "engine/backend/duckdb_backend.h"
+#endif
+#if BIZON_WITH_POSTGRES
+#include "engine/backend/postgres_backend.h"
+#endif
 
 namespace bizon {
 namespace {
@@ -43,6 +51,31 @@ Status CheckNoEarlierSqliteFile(const Value& backend) {
                 FailureClass::kBackend);
 }
 
+// The backends of the optional families, or the refusal of one left out of the build.
+Result<std::unique_ptr<Backend>> OpenOptionalBackend(const std::string& type,
+                                                     [[maybe_unused]] const Value& backend) {
+  if (type == "postgres") {
+#if BIZON_WITH_POSTGRES
+    BIZON_ASSIGN_OR_RETURN(auto opened, PostgresBackend::OpenFromConfig(backend));
+    return std::unique_ptr<Backend>(std::move(opened));
+#endif
+  } else if (type == "bigquery") {
+#if BIZON_WITH_BIGQUERY
+    BIZON_ASSIGN_OR_RETURN(auto opened, BigQueryBackend::OpenFromConfig(backend));
+    return std::unique_ptr<Backend>(std::move(opened));
+#endif
+  } else if (type == "duckdb") {
+#if BIZON_WITH_DUCKDB
+    const Value* config = backend.Find("config");
+    BIZON_ASSIGN_OR_RETURN(
+        auto opened, DuckdbBackend::Open(SqliteDatabaseName(backend),
+                                         config != nullptr ? config->GetString("schema") : ""));
+    return std::unique_ptr<Backend>(std::move(opened));
+#endif
+  }
+  return Fail(NotBuiltError(fmt::format("the '{}' backend", type), type));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
@@ -63,26 +96,10 @@ Result<std::unique_ptr<Backend>> OpenBackend(const Value& backend) {
     BIZON_RETURN_IF_ERROR(result->Migrate());
     return result;
   }
-  if (type == "postgres") {
-    BIZON_ASSIGN_OR_RETURN(auto opened, PostgresBackend::OpenFromConfig(backend));
-    std::unique_ptr<Backend> result = std::move(opened);
-    BIZON_RETURN_IF_ERROR(result->Migrate());
-    return result;
-  }
-  if (type == "bigquery") {
-    BIZON_ASSIGN_OR_RETURN(auto opened, BigQueryBackend::OpenFromConfig(backend));
-    std::unique_ptr<Backend> result = std::move(opened);
-    BIZON_RETURN_IF_ERROR(result->Migrate());
-    return result;
-  }
-  if (type == "duckdb") {
-    const Value* config = backend.Find("config");
-    BIZON_ASSIGN_OR_RETURN(
-        auto opened, DuckdbBackend::Open(SqliteDatabaseName(backend),
-                                         config != nullptr ? config->GetString("schema") : ""));
-    std::unique_ptr<Backend> result = std::move(opened);
-    BIZON_RETURN_IF_ERROR(result->Migrate());
-    return result;
+  if (type == "postgres" || type == "bigquery" || type == "duckdb") {
+    BIZON_ASSIGN_OR_RETURN(std::unique_ptr<Backend> opened, OpenOptionalBackend(type, backend));
+    BIZON_RETURN_IF_ERROR(opened->Migrate());
+    return opened;
   }
   return Fail(Status(StatusCode::kUnimplemented,
                      fmt::format("the '{}' backend is declared but not built into this binary "

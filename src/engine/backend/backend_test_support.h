@@ -16,13 +16,20 @@
 #include <string_view>
 
 #include "bizon/backend.h"
+#include "bizon/build_features.h"
 #include "bizon/clock.h"
 #include "bizon/status.h"
-#include "engine/backend/bigquery_backend.h"
-#include "engine/backend/duckdb_backend.h"
-#include "engine/backend/postgres_backend.h"
 #include "engine/backend/sqlite_backend.h"
+#if BIZON_WITH_BIGQUERY
+#include "engine/backend/bigquery_backend.h"
+#endif
+#if BIZON_WITH_DUCKDB
+#include "engine/backend/duckdb_backend.h"
+#endif
+#if BIZON_WITH_POSTGRES
+#include "engine/backend/postgres_backend.h"
 #include "postgres/postgres_client.h"
+#endif
 
 namespace bizon::testing_support {
 
@@ -138,6 +145,7 @@ class SqliteHarness final : public BackendHarness {
   std::unique_ptr<SqliteBackend> backend_;
 };
 
+#if BIZON_WITH_POSTGRES
 /// The test server's settings (BIZON_PG_HOST, _PORT, _USER, _PASSWORD, _DATABASE, as
 /// `scripts/test-servers.sh start postgres` exports them), or nullopt when none is named.
 inline std::optional<PgConnectionSettings> PostgresTestServer() {
@@ -214,6 +222,8 @@ class PostgresHarness final : public BackendHarness {
   std::unique_ptr<PostgresBackend> backend_;
 };
 
+#endif  // BIZON_WITH_POSTGRES
+#if BIZON_WITH_BIGQUERY
 /// A dataset of its own on the BigQuery emulator (BIGQUERY_EMULATOR_HOST, BIZON_BIGQUERY_PROJECT,
 /// as `scripts/test-servers.sh start bigquery` exports them), deleted at the end.
 class BigQueryHarness final : public BackendHarness {
@@ -279,6 +289,8 @@ class BigQueryHarness final : public BackendHarness {
   std::unique_ptr<BigQueryBackend> backend_;
 };
 
+#endif  // BIZON_WITH_BIGQUERY
+#if BIZON_WITH_DUCKDB
 /// A DuckDB file in a fresh temporary directory, its state tables in a schema whose name needs
 /// quoting; the raw connection shares the backend's database handle (one per file per process).
 class DuckdbHarness final : public BackendHarness {
@@ -325,4 +337,5 @@ class DuckdbHarness final : public BackendHarness {
   std::optional<DuckConnection> raw_;
 };
 
+#endif  // BIZON_WITH_DUCKDB
 }  // namespace bizon::testing_support

@@ -20,7 +20,7 @@
 
 #include "bizon/backend.h"
 #include "bizon/status.h"
-#include "engine/run_lock.h"
+#include "engine/backend/run_lock.h"
 
 // Forward declared so that sqlite3.h stays inside this folder.
 struct sqlite3;

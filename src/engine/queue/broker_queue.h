@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/channel.h"
+#include "engine/queue/channel.h"
 #include "engine/queue/broker_frame.h"
 
 namespace bizon {

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <optional>
 
-#include "engine/channel.h"
+#include "engine/queue/channel.h"
 #include "engine/queue/queue_message.h"
 
 namespace bizon {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bizon/build_features.h"
 #include "bizon/secret_mask.h"
 
 namespace bizon {
@@ -86,6 +87,38 @@ TEST(QueueFactoryTlsTest, RabbitmqWithoutTlsBlockStaysPlain) {
   ASSERT_TRUE(broker.has_value());
   EXPECT_FALSE(broker->rabbitmq.tls.enabled);
 }
+
+#if !BIZON_WITH_KAFKA || !BIZON_WITH_RABBITMQ
+// A queue of a family left out of this build is refused at both ends, naming the option.
+void ExpectQueueRefused(const Value& queue, std::string_view option) {
+  auto broker = ReadBrokerQueueConfig(queue);
+  ASSERT_TRUE(broker.has_value());
+  auto sink = OpenBrokerSink(*broker, "job");
+  ASSERT_FALSE(sink.has_value());
+  EXPECT_EQ(sink.error().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(sink.error().failure_class(), FailureClass::kConfig);
+  EXPECT_NE(sink.error().message().find(option), std::string::npos) << sink.error().message();
+  auto source = OpenBrokerSource(*broker, "job", 0);
+  ASSERT_FALSE(source.has_value());
+  EXPECT_NE(source.error().message().find(option), std::string::npos) << source.error().message();
+}
+#endif
+
+#if !BIZON_WITH_KAFKA
+TEST(QueueFactoryWithoutFamiliesTest, AKafkaQueueIsRefusedNamingItsOption) {
+  ExpectQueueRefused(Kafka({{"topic", Value("t")}}), "-DBIZON_WITH_KAFKA=ON");
+}
+#endif
+
+#if !BIZON_WITH_RABBITMQ
+TEST(QueueFactoryWithoutFamiliesTest, ARabbitmqQueueIsRefusedNamingItsOption) {
+  Value::Map queue = {{"host", Value("mq")}, {"queue_name", Value("q")}};
+  ExpectQueueRefused(
+      Value(Value::Map{{"type", Value("rabbitmq")},
+                       {"config", Value(Value::Map{{"queue", Value(std::move(queue))}})}}),
+      "-DBIZON_WITH_RABBITMQ=ON");
+}
+#endif
 
 }  // namespace
 }  // namespace bizon

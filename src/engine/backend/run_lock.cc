@@ -1,4 +1,4 @@
-#include "engine/run_lock.h"
+#include "engine/backend/run_lock.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
