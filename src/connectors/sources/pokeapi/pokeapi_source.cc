@@ -11,8 +11,6 @@
 namespace bizon {
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://pokeapi.co/api/v2";
-
 class PokeapiSource final : public Source {
  public:
   PokeapiSource(std::string entity_url, std::shared_ptr<HttpSession> session)
@@ -49,6 +47,14 @@ class PokeapiSource final : public Source {
   RestEndpoint endpoint_;
 };
 
+/// The pokeapi source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> PokeapiFields() {
+  return {Option::String("base_url",
+                         "Root of the API; change it only to point at a mirror or a test server.")
+              .NotNull()
+              .Default("https://pokeapi.co/api/v2")};
+}
+
 }  // namespace
 
 Status RegisterPokeapiSource(ConnectorRegistry& registry) {
@@ -61,19 +67,14 @@ Status RegisterPokeapiSource(ConnectorRegistry& registry) {
               {"berry", false, "Every berry."},
               {"item", false, "Every item."},
           },
-      .config = {.fields = {{.name = "base_url",
-                             .type = FieldType::kString,
-                             .description = "Root of the API; change it only to point at a "
-                                            "mirror or a test server.",
-                             .nullable = false,
-                             .default_value = Value(kDefaultBaseUrl)}},
-                 .unknown_keys = UnknownKeys::kWarn},
+      .config = {.fields = PokeapiFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        OptionReader options(Option::Object("source", PokeapiFields()), context.config);
+        std::string url = JoinUrl(options.String("base_url"), context.stream);
+        BIZON_RETURN_IF_ERROR(options.status());
         // The API is public: an `authentication` block is ignored, as in the original.
         BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session,
                                MakeSourceSession(context.config, {.use_authentication = false}));
-        std::string url =
-            JoinUrl(context.config.GetString("base_url", kDefaultBaseUrl), context.stream);
         return std::make_unique<PokeapiSource>(std::move(url), std::move(session));
       },
   });
