@@ -14,17 +14,16 @@
 namespace bizon {
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://api.gbif.org/v1";
 constexpr int64_t kMaxPageSize = 300;    // The search endpoint's largest `limit`.
 constexpr int64_t kMaxOffset = 100'000;  // GBIF's deep-paging limit.
 
 class GbifSource final : public Source {
  public:
-  GbifSource(std::string search_url, int64_t page_limit, std::optional<int64_t> max_records,
+  GbifSource(std::string search_url, int64_t page_limit, int64_t max_records,
              std::shared_ptr<HttpSession> session)
       : search_url_(std::move(search_url)),
         page_size_(std::min(page_limit, kMaxPageSize)),
-        cap_(std::min(max_records.value_or(kMaxOffset), kMaxOffset)),
+        cap_(std::min(max_records, kMaxOffset)),
         session_(std::move(session)) {}
 
   Status CheckConnection() override {
@@ -92,6 +91,26 @@ class GbifSource final : public Source {
   std::shared_ptr<HttpSession> session_;
 };
 
+/// The gbif source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> GbifFields() {
+  return {
+      Option::Integer("page_limit",
+                      "Records per request; values above 300 (the API maximum) are read as 300.")
+          .NotNull()
+          .Default(kMaxPageSize)
+          .Minimum(1),
+      Option::Integer("max_records",
+                      "Stop after this many records; values above 100,000 (GBIF's paging limit) "
+                      "are read as 100,000.")
+          .Default(kMaxOffset)
+          .Minimum(1),
+      Option::String("base_url",
+                     "Root of the API; change it only to point at a mirror or a test server.")
+          .NotNull()
+          .Default("https://api.gbif.org/v1"),
+  };
+}
+
 }  // namespace
 
 Status RegisterGbifSource(ConnectorRegistry& registry) {
@@ -100,40 +119,17 @@ Status RegisterGbifSource(ConnectorRegistry& registry) {
       .description = "GBIF occurrence search, a public API without authentication; at most "
                      "100,000 records per run (its paging limit).",
       .streams = {{"occurrence", false, "Occurrence records, offset-paginated."}},
-      .config =
-          {
-              .fields =
-                  {
-                      {.name = "page_limit",
-                       .type = FieldType::kInteger,
-                       .description = "Records per request; values above 300 (the API maximum) "
-                                      "are read as 300.",
-                       .nullable = false,
-                       .default_value = 300,
-                       .minimum = 1},
-                      {.name = "max_records",
-                       .type = FieldType::kInteger,
-                       .description = "Stop after this many records; unset or above 100,000 "
-                                      "means 100,000.",
-                       .minimum = 1},
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description = "Root of the API; change it only to point at a mirror or "
-                                      "a test server.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultBaseUrl)},
-                  },
-              .unknown_keys = UnknownKeys::kWarn,
-          },
+      .config = {.fields = GbifFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        OptionReader options(Option::Object("source", GbifFields()), context.config);
+        std::string search_url = JoinUrl(options.String("base_url"), "occurrence/search");
+        int64_t page_limit = options.Integer("page_limit");
+        int64_t max_records = options.Integer("max_records");
+        BIZON_RETURN_IF_ERROR(options.status());
         BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session,
                                MakeSourceSession(context.config, {.use_authentication = false}));
-        const Value* max_records = context.config.Find("max_records");
-        std::optional<int64_t> cap;
-        if (max_records != nullptr && max_records->is_integer()) cap = max_records->AsInteger();
-        return std::make_unique<GbifSource>(
-            JoinUrl(context.config.GetString("base_url", kDefaultBaseUrl), "occurrence/search"),
-            context.config.GetInteger("page_limit", 300), cap, std::move(session));
+        return std::make_unique<GbifSource>(std::move(search_url), page_limit, max_records,
+                                            std::move(session));
       },
   });
 }
