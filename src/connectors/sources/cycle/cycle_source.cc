@@ -13,8 +13,6 @@
 namespace bizon {
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://api.product.cycle.app";
-
 class CycleSource final : public Source {
  public:
   CycleSource(std::string endpoint, std::string slug, std::shared_ptr<HttpSession> session)
@@ -38,6 +36,23 @@ class CycleSource final : public Source {
   std::shared_ptr<HttpSession> session_;
 };
 
+/// The cycle source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> CycleFields() {
+  return {
+      Option::String("slug", "Slug of the Cycle product to read.")
+          .Required()
+          .NotNull()
+          .Example("my-product"),
+      // Sent as a bearer token.
+      AuthenticationField({"api_key"}, /*required=*/true),
+      Option::String("base_url",
+                     "Root of the API (the query goes to <base_url>/graphql); change it only to "
+                     "point at a test server.")
+          .NotNull()
+          .Default("https://api.product.cycle.app"),
+  };
+}
+
 }  // namespace
 
 Status RegisterCycleSource(ConnectorRegistry& registry) {
@@ -45,34 +60,17 @@ Status RegisterCycleSource(ConnectorRegistry& registry) {
       .name = "cycle",
       .description = "Cycle product customers, through the GraphQL API.",
       .streams = {{"customers", false, "Customers of the product, with their company."}},
-      .config =
-          {
-              .fields =
-                  {
-                      {.name = "slug",
-                       .type = FieldType::kString,
-                       .description = "Slug of the Cycle product to read.",
-                       .required = true,
-                       .nullable = false,
-                       .example = "my-product"},
-                      // Sent as a bearer token.
-                      AuthenticationField({"api_key"}, /*required=*/true),
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description = "Root of the API (the query goes to <base_url>/graphql); "
-                                      "change it only to point at a test server.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultBaseUrl)},
-                  },
-              .unknown_keys = UnknownKeys::kWarn,
-          },
+      .config = {.fields = CycleFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        OptionReader options(Option::Object("source", CycleFields()), context.config);
+        std::string endpoint = JoinUrl(options.String("base_url"), "graphql");
+        std::string slug = options.String("slug");
+        BIZON_RETURN_IF_ERROR(options.status());
         BIZON_ASSIGN_OR_RETURN(
             std::shared_ptr<HttpSession> session,
             MakeSourceSession(context.config, {.auth = {.allowed_types = {"api_key"}}}));
-        return std::make_unique<CycleSource>(
-            JoinUrl(context.config.GetString("base_url", kDefaultBaseUrl), "graphql"),
-            context.config.GetString("slug"), std::move(session));
+        return std::make_unique<CycleSource>(std::move(endpoint), std::move(slug),
+                                             std::move(session));
       },
   });
 }
