@@ -18,9 +18,6 @@
 namespace bizon {
 namespace {
 
-constexpr double kDefaultPollInterval = 3;    // Seconds, as the original polls.
-constexpr double kDefaultPollTimeout = 3600;  // Seconds; the original waits forever.
-
 Status SourceError(StatusCode code, std::string message) {
   return Status(code, std::move(message), FailureClass::kSource);
 }
@@ -121,6 +118,32 @@ class SanaAiSource final : public Source {
   std::shared_ptr<HttpSession> session_;
 };
 
+/// The sana_ai source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> SanaAiFields() {
+  return {
+      Option::String("domain", "Workspace subdomain, as in <domain>.sana.ai.")
+          .Required()
+          .NotNull()
+          .Example("acme"),
+      Option::String("query", "SQL query the report runs.").Required().NotNull(),
+      // OAuth client credentials against the workspace token endpoint.
+      AuthenticationField({"oauth"}, /*required=*/true),
+      // Every 3 s, as the original polls.
+      Option::Number("poll_interval", "Seconds between two polls of the export job.")
+          .NotNull()
+          .Default(3.0)
+          .Minimum(0.1),
+      // The original waits forever.
+      Option::Number("poll_timeout", "Seconds to wait for the export job before the run fails.")
+          .NotNull()
+          .Default(3600.0)
+          .Minimum(1),
+      Option::String("base_url",
+                     "Root of the API; unset means https://<domain>.sana.ai/api/v1. Change it "
+                     "only to point at a test server."),
+  };
+}
+
 }  // namespace
 
 Status RegisterSanaAiSource(ConnectorRegistry& registry) {
@@ -128,55 +151,24 @@ Status RegisterSanaAiSource(ConnectorRegistry& registry) {
       .name = "sana_ai",
       .description = "Sana Insight report: runs a query as a CSV export and reads its rows.",
       .streams = {{"insight_report", false, "Rows of the query's result."}},
-      .config =
-          {
-              .fields =
-                  {
-                      {.name = "domain",
-                       .type = FieldType::kString,
-                       .description = "Workspace subdomain, as in <domain>.sana.ai.",
-                       .required = true,
-                       .nullable = false,
-                       .example = "acme"},
-                      {.name = "query",
-                       .type = FieldType::kString,
-                       .description = "SQL query the report runs.",
-                       .required = true,
-                       .nullable = false},
-                      // OAuth client credentials against the workspace token endpoint.
-                      AuthenticationField({"oauth"}, /*required=*/true),
-                      {.name = "poll_interval",
-                       .type = FieldType::kNumber,
-                       .description = "Seconds between two polls of the export job.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultPollInterval),
-                       .minimum = 0.1},
-                      {.name = "poll_timeout",
-                       .type = FieldType::kNumber,
-                       .description = "Seconds to wait for the export job before the run fails.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultPollTimeout),
-                       .minimum = 1},
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description =
-                           "Root of the API; unset means https://<domain>.sana.ai/api/v1. "
-                           "Change it only to point at a test server."},
-                  },
-              .unknown_keys = UnknownKeys::kWarn,
-          },
+      .config = {.fields = SanaAiFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        OptionReader options(Option::Object("source", SanaAiFields()), context.config);
+        // Declared without a default: unset (or empty) means the workspace's own API.
+        std::string base_url;
+        if (options.Find("base_url") != nullptr) base_url = options.String("base_url");
+        if (base_url.empty()) {
+          base_url = fmt::format("https://{}.sana.ai/api/v1", options.String("domain"));
+        }
+        std::string query = options.String("query");
+        double poll_interval = options.Number("poll_interval");
+        double poll_timeout = options.Number("poll_timeout");
+        BIZON_RETURN_IF_ERROR(options.status());
         BIZON_ASSIGN_OR_RETURN(
             std::shared_ptr<HttpSession> session,
             MakeSourceSession(context.config, {.auth = {.allowed_types = {"oauth"}}}));
-        std::string base_url = context.config.GetString("base_url");
-        if (base_url.empty()) {
-          base_url = fmt::format("https://{}.sana.ai/api/v1", context.config.GetString("domain"));
-        }
-        return std::make_unique<SanaAiSource>(
-            std::move(base_url), context.config.GetString("query"),
-            context.config.GetDouble("poll_interval", kDefaultPollInterval),
-            context.config.GetDouble("poll_timeout", kDefaultPollTimeout), std::move(session));
+        return std::make_unique<SanaAiSource>(std::move(base_url), std::move(query), poll_interval,
+                                              poll_timeout, std::move(session));
       },
   });
 }
