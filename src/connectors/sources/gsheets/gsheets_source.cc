@@ -19,7 +19,6 @@
 namespace bizon {
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://sheets.googleapis.com";
 const std::vector<std::string> kScopes = {"https://www.googleapis.com/auth/spreadsheets.readonly",
                                           "https://www.googleapis.com/auth/drive.readonly"};
 
@@ -97,9 +96,52 @@ class GsheetsSource final : public Source {
   std::shared_ptr<HttpSession> session_;
 };
 
+/// The gsheets source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> GsheetsFields() {
+  return {
+      Option::String("spreadsheet_url", "URL of the spreadsheet.")
+          .Required()
+          .NotNull()
+          .Example("https://docs.google.com/spreadsheets/d/<id>/edit"),
+      Option::String("worksheet_name", "Title of the worksheet (tab) to read.")
+          .Required()
+          .NotNull()
+          .Example("Sheet1"),
+      Option::String("service_account_key",
+                     "Service-account key file content (JSON text); empty means Application "
+                     "Default Credentials.")
+          .NotNull()
+          .Default("")
+          .Secret(),
+      Option::List("column_names", Option::String("column_name"),
+                   "Header names of the columns to keep; empty keeps them all.")
+          .NotNull()
+          .Default(Value::EmptyList()),
+      Option::Boolean("convert_column_names_to_sql_format",
+                      "Rewrite header names as snake_case keys (firstName becomes first_name).")
+          .NotNull()
+          .Default(true),
+      Option::String("base_url",
+                     "Root of the Sheets API; change it only to point at a test server.")
+          .NotNull()
+          .Default("https://sheets.googleapis.com"),
+  };
+}
+
+// The credentials of the inline key (the key's line in the file named in errors), else ADC.
+Result<std::shared_ptr<GoogleCredentials>> SheetsCredentials(OptionReader& options) {
+  std::string origin = "source.service_account_key";
+  if (const Value* key = options.Find("service_account_key"); key != nullptr && key->mark().line) {
+    origin += fmt::format(" (line {})", key->mark().line);
+  }
+  return MakeGoogleCredentials({.inline_key = options.String("service_account_key"),
+                                .inline_key_origin = origin,
+                                .scopes = kScopes});
+}
+
 Result<std::unique_ptr<Source>> MakeGsheetsSource(const SourceContext& context) {
-  const Value& config = context.config;
-  std::string url = config.GetString("spreadsheet_url");
+  OptionReader options(Option::Object("source", GsheetsFields()), context.config);
+  std::string url = options.String("spreadsheet_url");
   std::optional<std::string> id = ExtractSpreadsheetId(url);
   if (!id) {
     return Fail(
@@ -107,28 +149,21 @@ Result<std::unique_ptr<Source>> MakeGsheetsSource(const SourceContext& context) 
                              "https://docs.google.com/spreadsheets/d/<id>/...): " +
                              url));
   }
-  SheetReadOptions options{.convert_to_sql =
-                               config.GetBool("convert_column_names_to_sql_format", true)};
-  if (const Value* names = config.Find("column_names"); names != nullptr && names->is_list()) {
-    for (const Value& name : names->AsList())
-      options.column_names.push_back(name.ToDisplayString());
+  SheetReadOptions sheet{.convert_to_sql = options.Boolean("convert_column_names_to_sql_format")};
+  if (const Value* names = options.Find("column_names"); names != nullptr && names->is_list()) {
+    for (const Value& name : names->AsList()) sheet.column_names.push_back(name.ToDisplayString());
   }
-  BIZON_ASSIGN_OR_RETURN(HttpPolicy policy, HttpPolicy::FromSourceConfig(config));
-  std::string origin = "source.service_account_key";
-  if (const Value* key = config.Find("service_account_key"); key != nullptr && key->mark().line) {
-    origin += fmt::format(" (line {})", key->mark().line);
-  }
-  BIZON_ASSIGN_OR_RETURN(
-      std::shared_ptr<GoogleCredentials> credentials,
-      MakeGoogleCredentials({.inline_key = config.GetString("service_account_key"),
-                             .inline_key_origin = origin,
-                             .scopes = kScopes}));
+  std::string base_url = options.String("base_url");
+  std::string worksheet = options.String("worksheet_name");
+  BIZON_RETURN_IF_ERROR(options.status());
+  BIZON_ASSIGN_OR_RETURN(HttpPolicy policy, HttpPolicy::FromSourceConfig(context.config));
+  BIZON_ASSIGN_OR_RETURN(std::shared_ptr<GoogleCredentials> credentials,
+                         SheetsCredentials(options));
   auto session = std::make_shared<HttpSession>(HttpSessionOptions{
       .policy = std::move(policy),
       .authenticator = std::make_shared<GoogleAuthenticator>(std::move(credentials))});
-  return std::make_unique<GsheetsSource>(config.GetString("base_url", kDefaultBaseUrl),
-                                         std::move(*id), config.GetString("worksheet_name"),
-                                         std::move(options), std::move(session));
+  return std::make_unique<GsheetsSource>(std::move(base_url), std::move(*id), std::move(worksheet),
+                                         std::move(sheet), std::move(session));
 }
 
 }  // namespace
@@ -138,50 +173,7 @@ Status RegisterGsheetsSource(ConnectorRegistry& registry) {
       .name = "gsheets",
       .description = "One Google Sheets worksheet, one record per row keyed by the header row.",
       .streams = {{"worksheet", false, "Rows of the configured worksheet."}},
-      .config =
-          {
-              .fields =
-                  {
-                      {.name = "spreadsheet_url",
-                       .type = FieldType::kString,
-                       .description = "URL of the spreadsheet.",
-                       .required = true,
-                       .nullable = false,
-                       .example = "https://docs.google.com/spreadsheets/d/<id>/edit"},
-                      {.name = "worksheet_name",
-                       .type = FieldType::kString,
-                       .description = "Title of the worksheet (tab) to read.",
-                       .required = true,
-                       .nullable = false,
-                       .example = "Sheet1"},
-                      {.name = "service_account_key",
-                       .type = FieldType::kString,
-                       .description = "Service-account key file content (JSON text); empty "
-                                      "means Application Default Credentials.",
-                       .nullable = false,
-                       .default_value = "",
-                       .secret = true},
-                      {.name = "column_names",
-                       .type = FieldType::kList,
-                       .description = "Header names of the columns to keep; empty keeps them all.",
-                       .nullable = false,
-                       .default_value = Value::EmptyList(),
-                       .items = {FieldSpec{.name = "column_name", .type = FieldType::kString}}},
-                      {.name = "convert_column_names_to_sql_format",
-                       .type = FieldType::kBoolean,
-                       .description = "Rewrite header names as snake_case keys (firstName "
-                                      "becomes first_name).",
-                       .nullable = false,
-                       .default_value = true},
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description = "Root of the Sheets API; change it only to point at a "
-                                      "test server.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultBaseUrl)},
-                  },
-              .unknown_keys = UnknownKeys::kWarn,
-          },
+      .config = {.fields = GsheetsFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = MakeGsheetsSource,
   });
 }
