@@ -20,8 +20,6 @@
 namespace bizon {
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://api.hubapi.com";
-
 // The original's session: the default one with HubSpot's own retries (total 50, backoff 1, status
 // budget 30, GET and POST). 5xx are retried on status alone; 429 only with Retry-After, so that
 // the daily limit (a 429 HubSpot sends without one) is reported at once instead of being retried
@@ -48,17 +46,17 @@ std::vector<std::string> StringList(const Value* value) {
 
 class HubspotSource final : public Source {
  public:
-  HubspotSource(const SourceContext& context, std::shared_ptr<HttpSession> session)
-      : object_(context.stream),
-        base_url_(context.config.GetString("base_url", kDefaultBaseUrl)),
-        modified_property_(HubspotModifiedProperty(context.stream)),
-        init_pipeline_(context.config.GetBool("init_pipeline", true)),
+  // `options`: the source block, read against HubspotFields(); the caller checks its status.
+  HubspotSource(const std::string& object, OptionReader& options,
+                std::shared_ptr<HttpSession> session)
+      : object_(object),
+        base_url_(options.String("base_url")),
+        modified_property_(HubspotModifiedProperty(object)),
+        init_pipeline_(options.Boolean("init_pipeline")),
         session_(std::move(session)) {
-    if (const Value* properties = context.config.Find("properties");
-        properties != nullptr && properties->is_map()) {
-      strategy_ = properties->GetString("strategy", "all");
-      selected_ = StringList(properties->Find("selected_properties"));
-    }
+    OptionReader properties = options.Object("properties");
+    strategy_ = properties.String("strategy");
+    selected_ = StringList(properties.Find("selected_properties"));
   }
 
   Status CheckConnection() override {
@@ -222,13 +220,48 @@ class HubspotSource final : public Source {
   std::string base_url_;
   std::string modified_property_;
   bool init_pipeline_;
-  std::string strategy_ = "all";
+  std::string strategy_;
   std::vector<std::string> selected_;
   std::vector<std::string> properties_;
   bool properties_loaded_ = false;
   bool refused_ = false;  // The last failed answer refused the request (400, 401, 403).
   std::shared_ptr<HttpSession> session_;
 };
+
+/// The hubspot source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> HubspotFields() {
+  FieldSpec properties =
+      Option::Object(
+          "properties",
+          {Option::Enum("strategy", {"all", "selected"},
+                        "all requests every property HubSpot lists for the object; selected only "
+                        "those named below.")
+               .NotNull()
+               .Default("all"),
+           Option::List("selected_properties", Option::String("property"),
+                        "Property names to request with the selected strategy; each must exist "
+                        "in HubSpot.")},
+          "Which object properties are requested with each page.")
+          .Default(Value::EmptyMap())
+          .OnUnknownKeys(UnknownKeys::kWarn);
+  return {
+      std::move(properties),
+      Option::String("base_url",
+                     "Root of the API (and of its OAuth token endpoint); change it only to point "
+                     "at a test server.")
+          .NotNull()
+          .Default("https://api.hubapi.com"),
+      // A private-app token (api_key) or an OAuth app; the refresh endpoint is always HubSpot's
+      // own.
+      AuthenticationField({"api_key", "oauth"}, /*required=*/true),
+      // A key every source accepts (the original's common source config); only this one reads
+      // it, so its effect is declared here, over the common declaration.
+      Option::Boolean("init_pipeline",
+                      "false skips reading the object's property list at start-up: selected then "
+                      "sends its list unchecked, all sends none (HubSpot's default properties).")
+          .Default(true),
+  };
+}
 
 }  // namespace
 
@@ -245,46 +278,12 @@ Status RegisterHubspotSource(ConnectorRegistry& registry) {
               {"tickets", true, "CRM tickets (incremental on hs_lastmodifieddate)."},
               {"products", true, "CRM products (incremental on hs_lastmodifieddate)."},
           },
-      .config =
-          {
-              .fields =
-                  {
-                      {.name = "properties",
-                       .type = FieldType::kObject,
-                       .description = "Which object properties are requested with each page.",
-                       .default_value = Value(Value::Map{{"strategy", "all"}}),
-                       .fields =
-                           {
-                               {.name = "strategy",
-                                .type = FieldType::kEnum,
-                                .description = "all requests every property HubSpot lists for "
-                                               "the object; selected only those named below.",
-                                .nullable = false,
-                                .default_value = "all",
-                                .enum_values = {"all", "selected"}},
-                               {.name = "selected_properties",
-                                .type = FieldType::kList,
-                                .description = "Property names to request with the selected "
-                                               "strategy; each must exist in HubSpot.",
-                                .items = {FieldSpec{.name = "property",
-                                                    .type = FieldType::kString}}},
-                           },
-                       .unknown_keys = UnknownKeys::kWarn},
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description = "Root of the API (and of its OAuth token endpoint); change "
-                                      "it only to point at a test server.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultBaseUrl)},
-                      // A private-app token (api_key) or an OAuth app; the refresh endpoint is
-                      // always HubSpot's own.
-                      AuthenticationField({"api_key", "oauth"}, /*required=*/true),
-                  },
-              .unknown_keys = UnknownKeys::kWarn,
-          },
+      .config = {.fields = HubspotFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
+        OptionReader options(Option::Object("source", HubspotFields()), context.config);
+        std::string base_url = options.String("base_url");
+        BIZON_RETURN_IF_ERROR(options.status());
         BIZON_ASSIGN_OR_RETURN(HttpPolicy policy, HubspotPolicy(context.config));
-        std::string base_url = context.config.GetString("base_url", kDefaultBaseUrl);
         BIZON_ASSIGN_OR_RETURN(
             std::shared_ptr<HttpSession> session,
             MakeSourceSession(context.config, {.auth = {.allowed_types = {"api_key", "oauth"},
@@ -292,7 +291,9 @@ Status RegisterHubspotSource(ConnectorRegistry& registry) {
                                                             JoinUrl(base_url, "oauth/v1/token")},
                                                .default_headers = {{"Accept", "application/json"}},
                                                .policy = std::move(policy)}));
-        return std::make_unique<HubspotSource>(context, std::move(session));
+        auto source = std::make_unique<HubspotSource>(context.stream, options, std::move(session));
+        BIZON_RETURN_IF_ERROR(options.status());
+        return source;
       },
   });
 }
