@@ -69,7 +69,30 @@ FieldSpec PeriscopeAuthenticationField() {
   return authentication;
 }
 
-constexpr std::string_view kDefaultBaseUrl = "https://app.periscopedata.com";
+/// The periscope source's options, declared once: the registry's spec and the reader both use it.
+std::vector<FieldSpec> PeriscopeFields() {
+  return {
+      Option::String("workspace_name", "Name of the Periscope workspace (not used by any request).")
+          .Required()
+          .NotNull(),
+      Option::Integer("client_site_id", "Numeric id of the site, sent with every request.")
+          .Required()
+          .NotNull(),
+      Option::Integer("database_id", "Only charts that query this database are kept.")
+          .Required()
+          .NotNull(),
+      Option::String("x_csrf_token",
+                     "CSRF token of the browser session, sent as the x-csrf-token header.")
+          .Required()
+          .NotNull()
+          .Secret(),
+      PeriscopeAuthenticationField(),
+      Option::String("base_url", "Root of the web app; change it only to point at a test server.")
+          .NotNull()
+          .Default("https://app.periscopedata.com"),
+  };
+}
+
 // The original processes 10 dashboards per iteration, one thread each.
 constexpr size_t kDashboardsPerIteration = 10;
 // The original's cap on widget calls per dashboard.
@@ -99,33 +122,31 @@ HttpHeaders BrowserHeaders(const std::string& csrf_token) {
 
 // The original's authentication block: the configured cookies under their wire names
 // (`__cf_bm`, `periscope_session`) and the browser headers, for the toolkit's cookie
-// authenticator.
-Value WireAuthentication(const Value& config) {
-  const Value* cookies = config.FindPath("authentication.params.cookies");
-  auto cookie = [&](std::string_view name) {
-    const Value* value = cookies != nullptr ? cookies->Find(name) : nullptr;
-    return value != nullptr ? Value(value->ToDisplayString()) : Value("");
-  };
+// authenticator. `options`: the source block, read against PeriscopeFields().
+Value WireAuthentication(OptionReader& options) {
+  OptionReader cookies = options.Object("authentication").Object("params").Object("cookies");
   Value::Map headers;
-  for (auto& [name, value] : BrowserHeaders(config.GetString("x_csrf_token"))) {
+  for (auto& [name, value] : BrowserHeaders(options.String("x_csrf_token"))) {
     headers.emplace_back(name, Value(value));
   }
+  Value::Map wire_cookies = {{"__cf_bm", Value(cookies.String("cf_bm"))},
+                             {"periscope_session", Value(cookies.String("periscope_session"))}};
   return Value(Value::Map{
       {"type", Value("cookies")},
-      {"params", Value(Value::Map{{"cookies", Value(Value::Map{{"__cf_bm", cookie("cf_bm")},
-                                                               {"periscope_session",
-                                                                cookie("periscope_session")}})},
+      {"params", Value(Value::Map{{"cookies", Value(std::move(wire_cookies))},
                                   {"headers", Value(std::move(headers))}})},
   });
 }
 
 class PeriscopeSource final : public Source {
  public:
-  PeriscopeSource(const SourceContext& context, std::shared_ptr<HttpSession> session)
-      : stream_(context.stream),
-        base_url_(context.config.GetString("base_url", kDefaultBaseUrl)),
-        client_site_id_(context.config.GetInteger("client_site_id")),
-        database_id_(context.config.GetInteger("database_id")),
+  // `options`: the source block, read against PeriscopeFields(); the caller checks its status.
+  PeriscopeSource(const std::string& stream, OptionReader& options,
+                  std::shared_ptr<HttpSession> session)
+      : stream_(stream),
+        base_url_(options.String("base_url")),
+        client_site_id_(options.Integer("client_site_id")),
+        database_id_(options.Integer("database_id")),
         session_(std::move(session)) {}
 
   // As in the original, nothing is checked up front: a refused session fails the first call.
@@ -299,48 +320,18 @@ Status RegisterPeriscopeSource(ConnectorRegistry& registry) {
               {"users", false, "Users who own objects on the site."},
               {"views", false, "SQL views of the site."},
           },
-      .config =
-          {
-              .fields =
-                  {
-                      {.name = "workspace_name",
-                       .type = FieldType::kString,
-                       .description = "Name of the Periscope workspace (not used by any request).",
-                       .required = true,
-                       .nullable = false},
-                      {.name = "client_site_id",
-                       .type = FieldType::kInteger,
-                       .description = "Numeric id of the site, sent with every request.",
-                       .required = true,
-                       .nullable = false},
-                      {.name = "database_id",
-                       .type = FieldType::kInteger,
-                       .description = "Only charts that query this database are kept.",
-                       .required = true,
-                       .nullable = false},
-                      {.name = "x_csrf_token",
-                       .type = FieldType::kString,
-                       .description = "CSRF token of the browser session, sent as the "
-                                      "x-csrf-token header.",
-                       .required = true,
-                       .nullable = false,
-                       .secret = true},
-                      PeriscopeAuthenticationField(),
-                      {.name = "base_url",
-                       .type = FieldType::kString,
-                       .description = "Root of the web app; change it only to point at a test "
-                                      "server.",
-                       .nullable = false,
-                       .default_value = Value(kDefaultBaseUrl)},
-                  },
-              .unknown_keys = UnknownKeys::kWarn,
-          },
+      .config = {.fields = PeriscopeFields(), .unknown_keys = UnknownKeys::kWarn},
       .factory = [](const SourceContext& context) -> Result<std::unique_ptr<Source>> {
-        SecretMask::Global().Add(context.config.GetString("x_csrf_token"));
+        OptionReader options(Option::Object("source", PeriscopeFields()), context.config);
+        SecretMask::Global().Add(options.String("x_csrf_token"));
         Value config = context.config;
-        config.Set("authentication", WireAuthentication(context.config));
+        config.Set("authentication", WireAuthentication(options));
+        BIZON_RETURN_IF_ERROR(options.status());
         BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session, MakeSourceSession(config));
-        return std::make_unique<PeriscopeSource>(context, std::move(session));
+        auto source =
+            std::make_unique<PeriscopeSource>(context.stream, options, std::move(session));
+        BIZON_RETURN_IF_ERROR(options.status());
+        return source;
       },
   });
 }
