@@ -22,7 +22,6 @@
 namespace bizon {
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://api.notion.com/v1";
 constexpr std::string_view kNotionVersion = "2025-09-03";
 
 // The original's Notion session: its own retries (total 10, backoff 2, 429 and 5xx, GET, POST and
@@ -151,21 +150,23 @@ struct DatabaseInfo {
 
 class NotionSource final : public Source {
  public:
-  NotionSource(const SourceContext& context, std::shared_ptr<HttpSession> session)
-      : stream_(context.stream),
-        base_url_(context.config.GetString("base_url", kDefaultBaseUrl)),
-        recursive_(context.config.GetBool("fetch_blocks_recursively", true)),
-        max_depth_(context.config.GetInteger("max_recursion_depth", 5)),
-        page_size_(context.config.GetInteger("page_size", 100)),
-        max_workers_(context.config.GetInteger("max_workers", 3)),
+  // `options`: the source block, read against NotionFields(); the caller checks its status.
+  NotionSource(const std::string& stream, OptionReader& options,
+               std::shared_ptr<HttpSession> session)
+      : stream_(stream),
+        base_url_(options.String("base_url")),
+        recursive_(options.Boolean("fetch_blocks_recursively")),
+        max_depth_(options.Integer("max_recursion_depth")),
+        page_size_(options.Integer("page_size")),
+        max_workers_(options.Integer("max_workers")),
         session_(std::move(session)) {
-    if (const Value* ids = context.config.Find("database_ids"); ids != nullptr && ids->is_list()) {
+    if (const Value* ids = options.Find("database_ids"); ids != nullptr && ids->is_list()) {
       for (const Value& id : ids->AsList()) database_ids_.push_back(id.ToDisplayString());
     }
-    if (const Value* ids = context.config.Find("page_ids"); ids != nullptr && ids->is_list()) {
+    if (const Value* ids = options.Find("page_ids"); ids != nullptr && ids->is_list()) {
       for (const Value& id : ids->AsList()) page_ids_.push_back(id.ToDisplayString());
     }
-    if (const Value* filters = context.config.Find("database_filters");
+    if (const Value* filters = options.Find("database_filters");
         filters != nullptr && filters->is_map()) {
       database_filters_ = *filters;
     }
@@ -892,63 +893,47 @@ class NotionSource final : public Source {
   int64_t max_workers_;
   std::vector<std::string> database_ids_;
   std::vector<std::string> page_ids_;
-  Value database_filters_ = Value::EmptyMap();
+  Value database_filters_;  // A map: filter per database id.
   std::shared_ptr<HttpSession> session_;
   std::string last_;  // last_run as the original renders it, during GetRecordsAfter.
 };
 
-// The notion source's own keys under `source:`.
+/// The notion source's own keys under `source:`, declared once: the registry's spec and the
+/// reader both use it.
 std::vector<FieldSpec> NotionFields() {
   return {
-      {.name = "database_ids",
-       .type = FieldType::kList,
-       .description = "Databases to read, for the database, data source, page "
-                      "and block streams.",
-       .default_value = Value::EmptyList(),
-       .items = {FieldSpec{.name = "database_id", .type = FieldType::kString}}},
-      {.name = "page_ids",
-       .type = FieldType::kList,
-       .description = "Single pages to read, for the page and block streams.",
-       .default_value = Value::EmptyList(),
-       .items = {FieldSpec{.name = "page_id", .type = FieldType::kString}}},
-      {.name = "fetch_blocks_recursively",
-       .type = FieldType::kBoolean,
-       .description = "Descend into child blocks and inline databases.",
-       .nullable = false,
-       .default_value = true},
-      {.name = "max_recursion_depth",
-       .type = FieldType::kInteger,
-       .description = "Deepest block level read below a page.",
-       .nullable = false,
-       .default_value = 5,
-       .minimum = 1,
-       .maximum = 100},
-      {.name = "page_size",
-       .type = FieldType::kInteger,
-       .description = "Results asked for in each list, query or search call.",
-       .nullable = false,
-       .default_value = 100,
-       .minimum = 1,
-       .maximum = 100},
-      {.name = "max_workers",
-       .type = FieldType::kInteger,
-       .description = "Parallel requests, and items handled per iteration by "
-                      "the block streams.",
-       .nullable = false,
-       .default_value = 3,
-       .minimum = 1,
-       .maximum = 10},
-      {.name = "database_filters",
-       .type = FieldType::kMap,
-       .description = "Notion filter object per database id, sent as is with "
-                      "each query of that database.",
-       .default_value = Value::EmptyMap()},
-      {.name = "base_url",
-       .type = FieldType::kString,
-       .description = "Root of the API; change it only to point at a test "
-                      "server.",
-       .nullable = false,
-       .default_value = Value(kDefaultBaseUrl)},
+      Option::List("database_ids", Option::String("database_id"),
+                   "Databases to read, for the database, data source, page and block streams.")
+          .Default(Value::EmptyList()),
+      Option::List("page_ids", Option::String("page_id"),
+                   "Single pages to read, for the page and block streams.")
+          .Default(Value::EmptyList()),
+      Option::Boolean("fetch_blocks_recursively", "Descend into child blocks and inline databases.")
+          .NotNull()
+          .Default(true),
+      Option::Integer("max_recursion_depth", "Deepest block level read below a page.")
+          .NotNull()
+          .Default(5)
+          .Minimum(1)
+          .Maximum(100),
+      Option::Integer("page_size", "Results asked for in each list, query or search call.")
+          .NotNull()
+          .Default(100)
+          .Minimum(1)
+          .Maximum(100),
+      Option::Integer("max_workers",
+                      "Parallel requests, and items handled per iteration by the block streams.")
+          .NotNull()
+          .Default(3)
+          .Minimum(1)
+          .Maximum(10),
+      Option::Map("database_filters",
+                  "Notion filter object per database id, sent as is with each query of that "
+                  "database.")
+          .Default(Value::EmptyMap()),
+      Option::String("base_url", "Root of the API; change it only to point at a test server.")
+          .NotNull()
+          .Default("https://api.notion.com/v1"),
       // Every endpoint needs the integration token.
       AuthenticationField({"api_key", "bearer"}, /*required=*/true),
   };
@@ -998,7 +983,10 @@ Status RegisterNotionSource(ConnectorRegistry& registry) {
                                .default_headers = {{"Notion-Version", std::string(kNotionVersion)},
                                                    {"Content-Type", "application/json"}},
                                .policy = NotionPolicy()}));
-        return std::make_unique<NotionSource>(context, std::move(session));
+        OptionReader options(Option::Object("source", NotionFields()), context.config);
+        auto source = std::make_unique<NotionSource>(context.stream, options, std::move(session));
+        BIZON_RETURN_IF_ERROR(options.status());
+        return source;
       },
   });
 }
