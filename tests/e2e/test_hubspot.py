@@ -115,6 +115,17 @@ def test_selected_properties(bizon, hubspot):
     assert {r.param("properties") for r in lists(hubspot, "deals")} == {"dealname,amount"}
 
 
+def test_a_properties_block_without_strategy_requests_every_property(bizon, hubspot):
+    # The strategy's declared default (all) holds inside a properties block that names only
+    # selected_properties: the list is then not what is asked for.
+    block = source(hubspot, "deals", properties={"selected_properties": ["dealname"]})
+    run(bizon, pipeline("h", block))
+    rows = source_data(bizon.read_ndjson("out.json"))
+    assert rows == hubspot.expected_list("deals")
+    every = ",".join(p["name"] for p in hubspot.account.properties("deals"))
+    assert {r.param("properties") for r in lists(hubspot, "deals")} == {every}
+
+
 def test_a_selected_property_hubspot_lacks_is_refused(bizon, hubspot):
     block = source(hubspot, "deals",
                    properties={"strategy": "selected", "selected_properties": ["dealname", "nope"]})
