@@ -376,6 +376,35 @@ def test_check_connection_errors(bizon, kafka):
     assert "No topics configured" in result.stderr
 
 
+def test_a_setting_librdkafka_refuses_is_a_config_error_naming_it(bizon, kafka):
+    """Every consumer_config entry is checked as it is handed to librdkafka: a misspelt property
+    or a refused value fails the run before anything is read, naming the property and where it
+    was written, and never the credentials."""
+    topic = kafka.create_topic()
+    kafka.produce(topic, [{"id": 1}])
+    source = kafka_source(kafka, {topic: "out"}, sync_mode="full_refresh")
+    source["consumer_config"]["fetch.min.byte"] = 1
+    source["authentication"] = {"type": "basic",
+                                "params": {"username": "alice", "password": "kafka-pw-31337"}}
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config, timeout=60)
+    assert result.returncode != 0
+    assert ("source.consumer_config.fetch.min.byte: librdkafka rejects fetch.min.byte"
+            in result.stderr), result.stderr
+    assert "kafka-pw-31337" not in result.stderr
+    assert not (bizon.cwd / "out.json").exists()
+
+    # A refused value: librdkafka quotes it, unless it is a secret.
+    del source["consumer_config"]["fetch.min.byte"]
+    source["consumer_config"]["auto.offset.reset"] = "kafka-pw-31337"
+    config = bizon.write("p.yml", config_text(source, stream_runner=False))
+    result = bizon.run("run", config, timeout=60)
+    assert result.returncode != 0
+    assert ("source.consumer_config.auto.offset.reset: librdkafka rejects auto.offset.reset"
+            in result.stderr), result.stderr
+    assert "kafka-pw-31337" not in result.stderr
+
+
 def test_registry_basic_auth_is_sent_and_kept_out_of_logs(bizon, kafka, schema_registry):
     schema = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}
     schema_id = schema_registry.register("auth-value", schema)

@@ -1,8 +1,7 @@
-// The `kafka` queue: frames travel through one topic (librdkafka's C API stays in this file's
-// .cc). The producer is idempotent with acks=all and waits for the delivery report of every
-// frame; the consumer reads the topic's partitions with manual assignment (no group rebalance to
-// wait for after a restart) and commits the group's offsets only when told the frames are
-// durably written.
+// The `kafka` queue: frames travel through one topic, with the clients of kafka/client.h. The
+// producer is idempotent with acks=all and waits for the delivery report of every frame; the
+// consumer reads the topic's partitions with manual assignment (no group rebalance to wait for
+// after a restart) and commits the group's offsets only when told the frames are durably written.
 #pragma once
 
 #include <cstdint>

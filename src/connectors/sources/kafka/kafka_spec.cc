@@ -4,7 +4,7 @@
 
 #include "bizon/config_spec.h"
 #include "bizon/value.h"
-#include "connectors/sources/kafka/kafka_source.h"
+#include "connectors/sources/kafka/kafka_options.h"
 
 namespace bizon::kafka {
 namespace {
