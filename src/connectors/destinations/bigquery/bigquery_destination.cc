@@ -13,6 +13,7 @@
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/bigquery_common/bigquery_merge.h"
 #include "connectors/destinations/bigquery_common/bigquery_tables.h"
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
@@ -106,8 +107,8 @@ std::string_view ShapingOption(const TablePolicy& policy) {
 /// The table-policy rules of this destination beyond CheckTablePolicies: merge, contracts and
 /// change formats read the record's keys as columns (unnest), the key and dedup_sort columns are
 /// columns of the record_schemas entry, and a merge is applied at once (no async_load).
-Status CheckBigqueryPolicies(const Value& config, bool unnest, const BigqueryRecordSchemas& schemas,
-                             const TablePolicies& policies) {
+Status CheckBigqueryPolicies(const Value& config, bool unnest, bool async_load,
+                             const BigqueryRecordSchemas& schemas, const TablePolicies& policies) {
   auto fail = [](const std::string& path, std::string_view message) {
     return InvalidArgumentError(fmt::format("destination.config.{}: {}", path, message));
   };
@@ -135,7 +136,7 @@ Status CheckBigqueryPolicies(const Value& config, bool unnest, const BigqueryRec
                   "primary_key, the schema, the change's row)");
     }
   }
-  if (policies.AnyMerge() && config.GetBool("async_load", false)) {
+  if (policies.AnyMerge() && async_load) {
     return fail("async_load",
                 "a merge loads and applies each flush before its cursor is recorded; async_load "
                 "applies to append and replace");
@@ -219,7 +220,9 @@ Result<std::optional<BigQueryTimePartitioning>> ResolveBigqueryPartitioning(
   } else if (time_partitioning->is_string()) {
     partitioning.type = time_partitioning->AsString();
   } else if (time_partitioning->is_map()) {
-    partitioning.type = time_partitioning->GetString("type", "DAY");
+    OptionReader block(BigqueryTimePartitioningBlockField(), *time_partitioning);
+    partitioning.type = block.String("type");
+    BIZON_RETURN_IF_ERROR(block.status());
     if (const Value* written = time_partitioning->Find("field"); written != nullptr) {
       field_written = true;
       field = written->is_null() ? std::string() : written->ToDisplayString();
@@ -296,24 +299,7 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
   std::unique_ptr<BigqueryDestination> destination(new BigqueryDestination(context));
   BigqueryDestination& d = *destination;
   const Value& config = context.config;
-  d.project_ = config.GetString("project_id");
-  d.dataset_ = config.GetString("dataset_id");
-  d.dataset_location_ = config.GetString("dataset_location", "US");
-  d.create_dataset_ = config.GetBool("create_dataset", false);
-  d.bucket_ = config.GetString("gcs_buffer_bucket");
-  d.buffer_format_ = config.GetString("gcs_buffer_format", "avro");
-  d.enforce_partitioning_ = config.GetBool("enforce_partitioning", false);
-  d.async_load_ = config.GetBool("async_load", false);
-  d.files_per_job_ = std::max<int64_t>(1, config.GetInteger("load_files_per_job", 10));
-  d.max_in_flight_ = std::max<int64_t>(1, config.GetInteger("load_max_in_flight_jobs", 3));
-  d.table_prefix_ = config.GetString("table_prefix", "_bizon_");
-  if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
-    d.service_account_key_ = auth->GetString("service_account_key");
-    d.key_origin_ = "destination.config.authentication.service_account_key" +
-                    BigqueryConfigLine(auth->Find("service_account_key"));
-  }
-  d.default_destination_id_ = config.GetString("destination_id");
-  d.unnest_ = config.GetBool("unnest", false);
+  BIZON_RETURN_IF_ERROR(d.ReadOptions(config));
   if (d.project_.empty() || d.dataset_.empty() || d.bucket_.empty()) {
     return Fail(InvalidArgumentError(
         "destination.config: project_id, dataset_id and gcs_buffer_bucket are required"));
@@ -321,7 +307,8 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
   BIZON_ASSIGN_OR_RETURN(BigqueryRecordSchemas record_schemas,
                          ParseBigqueryRecordSchemas(config, d.unnest_));
   BIZON_ASSIGN_OR_RETURN(d.policies_, ReadTablePolicies(config));
-  BIZON_RETURN_IF_ERROR(CheckBigqueryPolicies(config, d.unnest_, record_schemas, d.policies_));
+  BIZON_RETURN_IF_ERROR(
+      CheckBigqueryPolicies(config, d.unnest_, d.async_load_, record_schemas, d.policies_));
   d.schemas_ = std::move(record_schemas.columns);
   d.clustering_ = std::move(record_schemas.clustering);
   if (d.unnest_ && d.schemas_.empty()) {
@@ -346,6 +333,28 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
     }
   }
   return destination;
+}
+
+Status BigqueryDestination::ReadOptions(const Value& config) {
+  OptionReader options(Option::Object("config", BigqueryFields()), config);
+  project_ = StringOrEmpty(options, "project_id");
+  dataset_ = StringOrEmpty(options, "dataset_id");
+  dataset_location_ = options.String("dataset_location");
+  create_dataset_ = options.Boolean("create_dataset");
+  bucket_ = StringOrEmpty(options, "gcs_buffer_bucket");
+  buffer_format_ = options.String("gcs_buffer_format");
+  enforce_partitioning_ = options.Boolean("enforce_partitioning");
+  async_load_ = options.Boolean("async_load");
+  files_per_job_ = std::max<int64_t>(1, options.Integer("load_files_per_job"));
+  max_in_flight_ = std::max<int64_t>(1, options.Integer("load_max_in_flight_jobs"));
+  table_prefix_ = options.String("table_prefix");
+  OptionReader authentication = options.Object("authentication");
+  service_account_key_ = authentication.String("service_account_key");
+  key_origin_ += BigqueryConfigLine(authentication.Find("service_account_key"));
+  CommonDestinationOptions common = ReadCommonDestinationOptions(config);
+  default_destination_id_ = std::move(common.destination_id);
+  unnest_ = common.unnest;
+  return options.status();
 }
 
 BigQueryTableRef BigqueryDestination::Ref(std::string_view table) const {

@@ -145,6 +145,8 @@ class BigqueryDestination final : public Destination {
   };
 
   explicit BigqueryDestination(const DestinationContext& context);
+  /// Reads the options of `config` against the destination's declaration.
+  Status ReadOptions(const Value& config);
 
   Result<TableState*> TableFor(std::string_view destination_id);
   /// The `<table>__rejected` table of `table`.
@@ -210,6 +212,7 @@ class BigqueryDestination final : public Destination {
 
   SyncMetadata sync_;
   std::function<Result<bool>(const std::string& job_id)> job_abandoned_;
+  // The options, set by ReadOptions() from the declaration's defaults and the block.
   std::string project_;
   std::string dataset_;
   std::string dataset_location_;
@@ -218,8 +221,8 @@ class BigqueryDestination final : public Destination {
   std::string buffer_format_;
   bool enforce_partitioning_ = false;
   bool async_load_ = false;
-  int64_t files_per_job_ = 10;
-  int64_t max_in_flight_ = 3;
+  int64_t files_per_job_ = 0;
+  int64_t max_in_flight_ = 0;
   std::string table_prefix_;
   std::string service_account_key_;
   std::string key_origin_ = "destination.config.authentication.service_account_key";

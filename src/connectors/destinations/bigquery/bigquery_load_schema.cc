@@ -228,7 +228,8 @@ Result<std::vector<BqColumn>> ParseRecordSchema(const Value& record_schema,
           fmt::format("{}: column '{}': {}", where, column.name, type.error().message())));
     }
     column.type = *type;
-    std::string mode = item.GetString("mode", "NULLABLE");
+    // Any mode but REQUIRED and REPEATED, or none, is NULLABLE.
+    std::string mode = item.GetString("mode");
     column.mode = mode == "REQUIRED"   ? BqColumnMode::kRequired
                   : mode == "REPEATED" ? BqColumnMode::kRepeated
                                        : BqColumnMode::kNullable;

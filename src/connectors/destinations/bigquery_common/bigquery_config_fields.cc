@@ -84,6 +84,18 @@ std::vector<FieldSpec> BigqueryDatasetFields() {
   };
 }
 
+FieldSpec BigqueryTimePartitioningBlockField() {
+  return Option::Object(
+      "time_partitioning",
+      {Option::Enum("type", kPartitionWindows, "Width of one partition.").NotNull().Default("DAY"),
+       // No declared default: null (ingestion time) and a missing key (_bizon_loaded_at, or
+       // ingestion time under unnest) differ.
+       Option::String("field",
+                      "TIMESTAMP, DATE or DATETIME column to partition on, _bizon_loaded_at when "
+                      "absent; null partitions by ingestion time.")},
+      "a {type, field} block");
+}
+
 FieldSpec BigqueryTimePartitioningField(bool nullable) {
   FieldSpec field = {
       .name = "time_partitioning",
@@ -93,26 +105,7 @@ FieldSpec BigqueryTimePartitioningField(bool nullable) {
       .default_value = DefaultTimePartitioning(),
       .one_of =
           {
-              {.name = "time_partitioning",
-               .type = FieldType::kObject,
-               .description = "a {type, field} block",
-               .fields =
-                   {
-                       {.name = "type",
-                        .type = FieldType::kEnum,
-                        .description = "Width of one partition.",
-                        .nullable = false,
-                        .default_value = "DAY",
-                        .enum_values = kPartitionWindows},
-                       // No declared default: null (ingestion time) and a missing key
-                       // (_bizon_loaded_at, or ingestion time under unnest) differ.
-                       {.name = "field",
-                        .type = FieldType::kString,
-                        .description = "TIMESTAMP, DATE or DATETIME column to partition on, "
-                                       "_bizon_loaded_at when absent; null partitions by "
-                                       "ingestion time."},
-                   },
-               .unknown_keys = UnknownKeys::kError},
+              BigqueryTimePartitioningBlockField(),
               {.name = "time_partitioning",
                .type = FieldType::kEnum,
                .description = "a bare window (DAY, HOUR, MONTH or YEAR)",

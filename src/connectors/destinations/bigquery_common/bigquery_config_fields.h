@@ -15,6 +15,8 @@ std::vector<FieldSpec> BigqueryDatasetFields();
 /// `time_partitioning`: a `{type, field}` block, or a bare window such as `DAY` (older form).
 /// `nullable`: whether `null` is accepted to turn partitioning off (streaming destinations only).
 FieldSpec BigqueryTimePartitioningField(bool nullable);
+/// The block form of `time_partitioning`, `{type, field}`: what its reader reads against.
+FieldSpec BigqueryTimePartitioningBlockField();
 
 /// `enforce_partitioning`: drop a table whose partitioning differs on a full refresh.
 FieldSpec BigqueryEnforcePartitioningField();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/write_disposition.h"
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 
 namespace bizon {
@@ -40,7 +41,7 @@ std::vector<ConfigRuleViolation> BigqueryConfigViolations(
   std::vector<ConfigRuleViolation> policies = CheckTablePolicies(config, sync_mode);
   if (!policies.empty()) return policies;
   const Value* schemas = config.Find("record_schemas");
-  if (config.GetBool("unnest", false) &&
+  if (ReadCommonDestinationOptions(config).unnest &&
       (schemas == nullptr || !schemas->is_list() || schemas->AsList().empty())) {
     return {};  // The pipeline spec reports unnest without record_schemas itself.
   }

@@ -3,29 +3,13 @@
 // bigquery_streaming_v2 writes them (BigqueryStreamingFlavor::kLegacy), exactly-once by default,
 // where the original used tabledata.insertAll.
 #include <memory>
-#include <vector>
 
-#include "bizon/config_spec.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/bigquery_streaming_v2/bigquery_streaming_v2_destination.h"
 #include "connectors/registration.h"
 
 namespace bizon {
 namespace {
-
-std::vector<FieldSpec> BigqueryStreamingFields() {
-  std::vector<FieldSpec> fields = BigqueryDatasetFields();
-  const std::vector<FieldSpec> own = {
-      BigqueryTimePartitioningField(/*nullable=*/true),
-      BigqueryAuthenticationField(),
-      BigqueryMaxRowsPerRequestField(),
-      BigqueryRecordSchemasField(),
-      BigqueryTablePrefixField(),
-      BigqueryWriteModeField(),
-  };
-  fields.insert(fields.end(), own.begin(), own.end());
-  return fields;
-}
 
 Result<std::unique_ptr<BigqueryStreamingV2Destination>> CreateLegacy(
     const DestinationContext& context) {
@@ -41,7 +25,8 @@ Status RegisterBigqueryStreamingDestination(ConnectorRegistry& registry) {
                      "insert API (exactly-once committed streams by default); every sync mode "
                      "appends to the final table.",
       .alias = "bigquery",
-      .config = {.fields = BigqueryStreamingFields(), .unknown_keys = UnknownKeys::kError},
+      .config = {.fields = BigqueryStreamingFields(BigqueryStreamingFlavor::kLegacy),
+                 .unknown_keys = UnknownKeys::kError},
       // No staging table: a full refresh appends too, so a reset would duplicate the table.
       .supports_reset = false,
       .check_config =

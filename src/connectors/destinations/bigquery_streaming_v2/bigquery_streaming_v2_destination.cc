@@ -15,6 +15,7 @@
 #include "connectors/destinations/bigquery/bigquery_destination.h"
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/bigquery_common/bigquery_merge.h"
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 
@@ -68,6 +69,21 @@ std::vector<FieldSpec> BigqueryStreamingV2Fields() {
   for (FieldSpec& policy : WriteDispositionFields()) {
     if (TakesPolicyOption(policy.name)) fields.push_back(std::move(policy));
   }
+  return fields;
+}
+
+/// bigquery_streaming: no staging table to enforce partitioning on, and appends only.
+std::vector<FieldSpec> BigqueryStreamingLegacyFields() {
+  std::vector<FieldSpec> fields = BigqueryDatasetFields();
+  const std::vector<FieldSpec> own = {
+      BigqueryTimePartitioningField(/*nullable=*/true),
+      BigqueryAuthenticationField(),
+      BigqueryMaxRowsPerRequestField(),
+      BigqueryRecordSchemasField(),
+      BigqueryTablePrefixField(),
+      BigqueryWriteModeField(),
+  };
+  fields.insert(fields.end(), own.begin(), own.end());
   return fields;
 }
 
@@ -132,6 +148,11 @@ std::string ChangeSequenceNumber(const std::vector<uint64_t>& sections) {
     fmt::format_to(std::back_inserter(out), "{:016X}", section);
   }
   return out;
+}
+
+std::vector<FieldSpec> BigqueryStreamingFields(BigqueryStreamingFlavor flavor) {
+  return flavor == BigqueryStreamingFlavor::kLegacy ? BigqueryStreamingLegacyFields()
+                                                    : BigqueryStreamingV2Fields();
 }
 
 FieldSpec BigqueryWriteModeField() {
@@ -227,23 +248,10 @@ Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Desti
   BigqueryStreamingV2Destination& d = *destination;
   const Value& config = context.config;
   d.connection_ = std::move(connection);
-  d.project_ = config.GetString("project_id");
-  d.dataset_ = config.GetString("dataset_id");
-  d.dataset_location_ = config.GetString("dataset_location", "US");
-  d.enforce_partitioning_ = config.GetBool("enforce_partitioning", false);
-  d.committed_ = config.GetString("write_mode", std::string(kCommittedStream)) == kCommittedStream;
-  d.max_rows_per_request_ =
-      std::clamp<int64_t>(config.GetInteger("bq_max_rows_per_request", 5000), 1, 10000);
-  d.table_prefix_ = config.GetString("table_prefix", "_bizon_");
-  d.max_threads_ = std::max<int64_t>(1, config.GetInteger("max_concurrent_threads", 10));
   d.min_bytes_per_stream_ = d.connection_.min_bytes_per_stream > 0
                                 ? d.connection_.min_bytes_per_stream
                                 : kMinBytesPerParallelStream;
-  if (const Value* auth = config.Find("authentication"); auth != nullptr && auth->is_map()) {
-    d.service_account_key_ = auth->GetString("service_account_key");
-  }
-  d.default_destination_id_ = config.GetString("destination_id");
-  d.unnest_ = config.GetBool("unnest", false);
+  BIZON_RETURN_IF_ERROR(d.ReadOptions(config));
   if (d.project_.empty() || d.dataset_.empty()) {
     return Fail(InvalidArgumentError("destination.config: project_id and dataset_id are required"));
   }
@@ -251,10 +259,6 @@ Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Desti
   BIZON_ASSIGN_OR_RETURN(d.policies_, ReadTablePolicies(config));
   BIZON_RETURN_IF_ERROR(CheckStreamingPolicies(d.policies_, config, d.unnest_, d.schemas_,
                                                d.sync_.sync_mode, flavor));
-  if (int64_t minutes = config.GetInteger("max_staleness_minutes", 15); minutes > 0) {
-    // BigQuery's INTERVAL text: Y-M D H:M:S.
-    d.max_staleness_ = fmt::format("0-0 0 {}:{}:0", minutes / 60, minutes % 60);
-  }
   if (d.unnest_ && d.schemas_.columns.empty()) {
     return Fail(InvalidArgumentError(
         "destination.config.unnest: At least one `record_schemas` must be provided if `unnest` "
@@ -289,6 +293,31 @@ Result<std::unique_ptr<BigqueryStreamingV2Destination>> BigqueryStreamingV2Desti
     }
   }
   return destination;
+}
+
+Status BigqueryStreamingV2Destination::ReadOptions(const Value& config) {
+  OptionReader options(Option::Object("config", BigqueryStreamingFields(flavor_)), config);
+  project_ = StringOrEmpty(options, "project_id");
+  dataset_ = StringOrEmpty(options, "dataset_id");
+  dataset_location_ = options.String("dataset_location");
+  committed_ = options.String("write_mode") == kCommittedStream;
+  max_rows_per_request_ = std::clamp<int64_t>(options.Integer("bq_max_rows_per_request"), 1, 10000);
+  table_prefix_ = options.String("table_prefix");
+  service_account_key_ = options.Object("authentication").String("service_account_key");
+  // Declared by bigquery_streaming_v2 only: bigquery_streaming has no staging table to drop, and
+  // appends (no merge, so no change data capture table).
+  if (flavor_ == BigqueryStreamingFlavor::kV2) {
+    enforce_partitioning_ = options.Boolean("enforce_partitioning");
+    if (int64_t minutes = options.Integer("max_staleness_minutes"); minutes > 0) {
+      // BigQuery's INTERVAL text: Y-M D H:M:S.
+      max_staleness_ = fmt::format("0-0 0 {}:{}:0", minutes / 60, minutes % 60);
+    }
+  }
+  CommonDestinationOptions common = ReadCommonDestinationOptions(config);
+  default_destination_id_ = std::move(common.destination_id);
+  unnest_ = common.unnest;
+  max_threads_ = std::max<int64_t>(1, common.max_concurrent_threads);
+  return options.status();
 }
 
 Status BigqueryStreamingV2Destination::Open(const Value& resume_state) {
@@ -873,7 +902,8 @@ Status RegisterBigqueryStreamingV2Destination(ConnectorRegistry& registry) {
                      "default), with staging tables published by SQL on full refresh and "
                      "incremental runs.",
       .alias = "bigquery",
-      .config = {.fields = BigqueryStreamingV2Fields(), .unknown_keys = UnknownKeys::kError},
+      .config = {.fields = BigqueryStreamingFields(BigqueryStreamingFlavor::kV2),
+                 .unknown_keys = UnknownKeys::kError},
       .supports_reset = true,
       .check_config =
           [](const Value& config, SyncMode sync_mode) {

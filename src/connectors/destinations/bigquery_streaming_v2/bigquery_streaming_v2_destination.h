@@ -89,6 +89,10 @@ enum class BigqueryStreamingFlavor {
 /// The write_mode option of both streaming destinations.
 FieldSpec BigqueryWriteModeField();
 
+/// The options of the streaming destination of `flavor`, declared once: its registration hands
+/// them to the registry and Create() reads the block against them.
+std::vector<FieldSpec> BigqueryStreamingFields(BigqueryStreamingFlavor flavor);
+
 /// The `_CHANGE_SEQUENCE_NUMBER` of a change data capture row, in the form BigQuery documents:
 /// up to four sections of up to 16 hexadecimal digits separated by '/', compared section by
 /// section; here each section is written with all 16 digits, upper case. A kafka record's is
@@ -148,6 +152,8 @@ class BigqueryStreamingV2Destination final : public Destination {
   };
 
   BigqueryStreamingV2Destination(const DestinationContext& context, BigqueryStreamingFlavor flavor);
+  /// Reads the options of `config` against the declaration of the destination's flavor.
+  Status ReadOptions(const Value& config);
   /// Whether Write() goes to a staging table that Finalize() publishes.
   bool Staged() const;
   /// With a partition_problem_: OK when `main` exists and is kept (not replaced under
@@ -196,13 +202,14 @@ class BigqueryStreamingV2Destination final : public Destination {
   /// The destination's name, for log lines.
   std::string_view name_;
   BigqueryStreamingV2Connection connection_;
+  // The options, set by ReadOptions() from the declaration's defaults and the block.
   std::string project_;
   std::string dataset_;
   std::string dataset_location_;
   bool enforce_partitioning_ = false;
-  bool committed_ = true;
-  int64_t max_rows_per_request_ = 5000;
-  int64_t max_threads_ = 10;
+  bool committed_ = false;
+  int64_t max_rows_per_request_ = 0;
+  int64_t max_threads_ = 0;
   size_t min_bytes_per_stream_ = kMinBytesPerParallelStream;
   std::string table_prefix_;
   std::string service_account_key_;
