@@ -59,6 +59,9 @@ std::unique_ptr<Monitor> StartMonitor(const LoadedConfig& config,
       .source_name = settings.key.source_name,
       .stream_name = settings.key.stream_name,
       .destination_name = settings.destination_name,
+      .destination_alias = config.config.is_map() && config.config.Find("destination") != nullptr
+                               ? config.config.Find("destination")->GetString("alias")
+                               : std::string(),
       .default_destination_id =
           destination.is_map() ? destination.GetString("destination_id", settings.destination_name)
                                : settings.destination_name};

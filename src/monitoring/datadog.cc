@@ -12,6 +12,7 @@
 #include <random>
 
 #include "bizon/clock.h"
+#include "common/fork_guard.h"
 #include "monitoring/monitoring_options.h"
 #include "monitoring/telemetry_http.h"
 
@@ -56,16 +57,21 @@ uint64_t RandomId() {
 
 uint64_t HexToU64(std::string_view hex) { return std::stoull(std::string(hex), nullptr, 16); }
 
+/// How often the data-streams stats are sent (the tracers' interval, their bucket size).
+constexpr int64_t kDataStreamsIntervalUs = DataStreams::kBucketNanos / 1000;
+
 class DatadogExporter final : public Exporter {
  public:
   DatadogExporter(DatadogOptions options, MonitorIdentity identity, int fd, sockaddr_storage to,
-                  socklen_t to_length)
+                  socklen_t to_length, std::shared_ptr<DataStreams> streams)
       : options_(std::move(options)),
         identity_(std::move(identity)),
         base_tags_(identity_.BaseTags()),
         fd_(fd),
         to_(to),
-        to_length_(to_length) {}
+        to_length_(to_length),
+        streams_(std::move(streams)),
+        last_streams_us_(NowMicros()) {}
   ~DatadogExporter() override { ::close(fd_); }
 
   int64_t Export(std::vector<MonitorEvent>& events) override {
@@ -99,6 +105,12 @@ class DatadogExporter final : public Exporter {
   }
 
   int64_t Tick(int64_t now_us, bool final) override {
+    SendDataStreams(now_us, final);
+    return SendTraces(now_us, final);
+  }
+
+ private:
+  int64_t SendTraces(int64_t now_us, bool final) {
     if (spans_.empty() || (!final && now_us - last_trace_us_ < 1'000'000) ||
         (!final && !backoff_.ready(now_us))) {
       return 0;
@@ -124,7 +136,35 @@ class DatadogExporter final : public Exporter {
     return 0;
   }
 
- private:
+  /// Every 10 s and at the end: what the checkpoints aggregated, to /v0.1/pipeline_stats. What
+  /// cannot be delivered is dropped (the tracers drop it too), with one warning per run.
+  void SendDataStreams(int64_t now_us, bool final) {
+    if (streams_ == nullptr || (!final && now_us - last_streams_us_ < kDataStreamsIntervalUs)) {
+      return;
+    }
+    last_streams_us_ = now_us;
+    std::string payload = streams_->TakePayload();
+    if (!payload.empty()) {
+      auto sent = SendTelemetry("POST", options_.trace_url + "/v0.1/pipeline_stats",
+                                {{"Content-Type", "application/msgpack"},
+                                 {"Content-Encoding", "gzip"},
+                                 {"Datadog-Meta-Lang", "cpp"},
+                                 {"Datadog-Meta-Tracer-Version", BIZON_VERSION}},
+                                GzipStored(payload));
+      if (!sent && !warned_streams_) {
+        warned_streams_ = true;
+        spdlog::warn(
+            "Monitoring: cannot send data-streams stats to the Datadog agent, they are dropped: "
+            "{}",
+            sent.error().message());
+      }
+    }
+    if (int64_t dropped = streams_->dropped(); final && dropped > 0) {
+      spdlog::warn("Monitoring: {} data-streams checkpoints were dropped (too many pathways)",
+                   dropped);
+    }
+  }
+
   const DatadogOptions options_;
   const MonitorIdentity identity_;
   const MetricTags base_tags_;
@@ -134,9 +174,39 @@ class DatadogExporter final : public Exporter {
   std::vector<IterationSpan> spans_;
   int64_t last_trace_us_ = 0;
   DeliveryBackoff backoff_;
+  std::shared_ptr<DataStreams> streams_;
+  int64_t last_streams_us_;
   bool warned_statsd_ = false;
   bool warned_traces_ = false;
+  bool warned_streams_ = false;
 };
+
+/// A QueuedMonitor that also sets the data-streams checkpoints, on the caller's thread (they
+/// only aggregate, under the DataStreams lock; the exporter sends).
+class DataStreamsMonitor final : public QueuedMonitor {
+ public:
+  DataStreamsMonitor(const MonitorIdentity& identity, std::unique_ptr<Exporter> exporter,
+                     bool tracing, std::shared_ptr<DataStreams> streams)
+      : QueuedMonitor(identity, std::move(exporter), tracing), streams_(std::move(streams)) {}
+
+  bool data_streams() const override { return true; }
+  void ConsumeCheckpoints(const RecordBatch& records) override {
+    // A forked child (the process runner's producer) reports nothing, as QueuedMonitor.
+    if (!InForkedChild()) streams_->Consume(records, NowMicros());
+  }
+  void ProduceCheckpoints() override {
+    if (!InForkedChild()) streams_->Produce(NowMicros());
+  }
+
+ private:
+  std::shared_ptr<DataStreams> streams_;
+};
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return {};
+  return name;
+}
 
 }  // namespace
 
@@ -193,6 +263,7 @@ Result<DatadogOptions> ReadDatadogOptions(const Value& config, EnvLookup env) {
   if (auto service = env("DD_SERVICE"); service && !service->empty()) options.service = *service;
   if (auto environment = env("DD_ENV")) options.env = *environment;
   if (auto version = env("DD_VERSION")) options.version = *version;
+  options.data_streams = env("DD_DATA_STREAMS_ENABLED") == "true";
   return options;
 }
 
@@ -276,7 +347,8 @@ std::string DatadogTracesJson(const std::vector<IterationSpan>& spans,
 }
 
 Result<std::unique_ptr<Exporter>> MakeDatadogExporter(const DatadogOptions& options,
-                                                      const MonitorIdentity& identity) {
+                                                      const MonitorIdentity& identity,
+                                                      std::shared_ptr<DataStreams> streams) {
   sockaddr_storage to{};
   socklen_t length = 0;
   int fd = -1;
@@ -309,7 +381,34 @@ Result<std::unique_ptr<Exporter>> MakeDatadogExporter(const DatadogOptions& opti
         fmt::format("monitoring: cannot open a DogStatsD socket: {}", std::strerror(errno))));
   }
   return std::unique_ptr<Exporter>(
-      std::make_unique<DatadogExporter>(options, identity, fd, to, length));
+      std::make_unique<DatadogExporter>(options, identity, fd, to, length, std::move(streams)));
+}
+
+Result<std::unique_ptr<Monitor>> MakeDatadogMonitor(const DatadogOptions& options,
+                                                    const MonitorIdentity& identity) {
+  std::shared_ptr<DataStreams> streams;
+  if (options.data_streams) {
+    streams = std::make_shared<DataStreams>(DataStreamsOptions{
+        .service = options.service,
+        .env = options.env,
+        .version = options.version,
+        .hostname = HostName(),
+        .tracer_version = BIZON_VERSION,
+        .destination_type = identity.destination_alias.empty() ? identity.destination_name
+                                                               : identity.destination_alias,
+        .default_destination_id = identity.default_destination_id});
+  }
+  BIZON_ASSIGN_OR_RETURN(std::unique_ptr<Exporter> exporter,
+                         MakeDatadogExporter(options, identity, streams));
+  spdlog::info("Monitoring: DogStatsD to {}{}{}", options.Target(),
+               options.tracing ? ", traces to " + options.trace_url : "",
+               streams ? ", data streams to " + options.trace_url : "");
+  if (streams == nullptr) {
+    return std::unique_ptr<Monitor>(
+        std::make_unique<QueuedMonitor>(identity, std::move(exporter), options.tracing));
+  }
+  return std::unique_ptr<Monitor>(std::make_unique<DataStreamsMonitor>(
+      identity, std::move(exporter), options.tracing, std::move(streams)));
 }
 
 }  // namespace bizon

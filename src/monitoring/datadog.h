@@ -1,6 +1,7 @@
-// Datadog: metrics as DogStatsD datagrams (UDP, or a Unix datagram socket for a `unix://` host)
-// and, with enable_tracing, one span per iteration sent to the agent's trace intake
-// (PUT /v0.3/traces, JSON).
+// Datadog: metrics as DogStatsD datagrams (UDP, or a Unix datagram socket for a `unix://` host),
+// with enable_tracing one span per iteration sent to the agent's trace intake
+// (PUT /v0.3/traces, JSON), and with DD_DATA_STREAMS_ENABLED=true the data-streams pathway
+// stats (data_streams.h) sent to POST /v0.1/pipeline_stats.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "bizon/value.h"
+#include "monitoring/data_streams.h"
 #include "monitoring/monitor.h"
 
 namespace bizon {
@@ -25,6 +27,8 @@ struct DatadogOptions {
   std::string service = "bizon";  // DD_SERVICE.
   std::string env;                // DD_ENV.
   std::string version;            // DD_VERSION.
+  /// DD_DATA_STREAMS_ENABLED is exactly "true", as the original tests it.
+  bool data_streams = false;
 
   std::string Target() const;
 };
@@ -45,7 +49,15 @@ std::vector<std::string> PackDatagrams(const std::vector<std::string>& lines, si
 std::string DatadogTracesJson(const std::vector<IterationSpan>& spans,
                               const MonitorIdentity& identity, const DatadogOptions& options);
 
-Result<std::unique_ptr<Exporter>> MakeDatadogExporter(const DatadogOptions& options,
-                                                      const MonitorIdentity& identity);
+/// The exporter; it also sends what `streams` aggregates (every 10 s and at the end of the run)
+/// when that is not null.
+Result<std::unique_ptr<Exporter>> MakeDatadogExporter(
+    const DatadogOptions& options, const MonitorIdentity& identity,
+    std::shared_ptr<DataStreams> streams = nullptr);
+
+/// The monitor for `monitoring.type: datadog`: a QueuedMonitor with that exporter, which also
+/// sets the data-streams checkpoints when options.data_streams.
+Result<std::unique_ptr<Monitor>> MakeDatadogMonitor(const DatadogOptions& options,
+                                                    const MonitorIdentity& identity);
 
 }  // namespace bizon

@@ -177,6 +177,7 @@ void DurableTally::Report(int64_t now_us) {
   Monitor& monitor = CurrentMonitor();
   for (const auto& [id, rows] : rows_) monitor.RecordsSynced(id, rows);
   if (!timestamps_us_.empty()) monitor.Latency(timestamps_us_, now_us);
+  monitor.ProduceCheckpoints();
   Clear();
 }
 
@@ -195,6 +196,7 @@ ScopedIterationSpan::ScopedIterationSpan(int64_t iteration, int64_t start_us,
   if (!monitor.enabled()) return;
   monitor.RecordsProcessed(span_.records);
   if (monitor.tracing()) span_.parent = FindTraceContext(records);
+  if (monitor.data_streams()) monitor.ConsumeCheckpoints(records);
 }
 
 ScopedIterationSpan::~ScopedIterationSpan() {
@@ -396,13 +398,7 @@ Result<std::unique_ptr<Monitor>> MakeMonitor(const Value* monitoring,
   if (type == "datadog") {
     BIZON_ASSIGN_OR_RETURN(DatadogOptions options,
                            ReadDatadogOptions(config != nullptr ? *config : Value(), env));
-    bool tracing = options.tracing;
-    BIZON_ASSIGN_OR_RETURN(std::unique_ptr<Exporter> exporter,
-                           MakeDatadogExporter(options, tagged));
-    spdlog::info("Monitoring: DogStatsD to {}{}", options.Target(),
-                 tracing ? ", traces to " + options.trace_url : "");
-    return std::unique_ptr<Monitor>(
-        std::make_unique<QueuedMonitor>(tagged, std::move(exporter), tracing));
+    return MakeDatadogMonitor(options, tagged);
   }
   if (type.empty() && !OtelSelectedByEnvironment(env)) return std::unique_ptr<Monitor>();
   std::optional<bool> enable_tracing;

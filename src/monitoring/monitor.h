@@ -41,6 +41,10 @@ struct MonitorIdentity {
   std::string source_name;
   std::string stream_name;
   std::string destination_name;
+  /// destination.alias (the original's system type of the destination: bigquery for the three
+  /// BigQuery destinations), else the destination's name: the type of data-streams produce
+  /// checkpoints.
+  std::string destination_alias;
   /// The destination id used when a record names none (destination.config.destination_id, else
   /// the destination's name).
   std::string default_destination_id;
@@ -130,6 +134,12 @@ class Monitor {
   /// Latency of records that were just made durable: `now_us` minus each source timestamp.
   virtual void Latency(const std::vector<int64_t>& /*timestamps_us*/, int64_t /*now_us*/) {}
   virtual void Iteration(const IterationSpan& /*span*/) {}
+  /// Whether data-streams checkpoints are set (DD_DATA_STREAMS_ENABLED with Datadog).
+  virtual bool data_streams() const { return false; }
+  /// A consume checkpoint for each record of a batch as the source gave it.
+  virtual void ConsumeCheckpoints(const RecordBatch& /*records*/) {}
+  /// The produce checkpoints of the records consumed since the last durable point.
+  virtual void ProduceCheckpoints() {}
   /// Delivers what is queued, for at most `budget`; later calls do nothing.
   virtual void Flush(std::chrono::milliseconds /*budget*/) {}
 };
@@ -153,7 +163,8 @@ class ScopedMonitor {
 
 /// What the consumer handed to the destination since its last durable point: rows per
 /// destination id and their source timestamps. Report() at the durable point emits
-/// records_synced and the latency; nothing is collected while no monitor is enabled.
+/// records_synced, the latency and the data-streams produce checkpoints; nothing is collected
+/// while no monitor is enabled.
 class DurableTally {
  public:
   void Add(const RecordBatch& records);
@@ -167,9 +178,9 @@ class DurableTally {
 };
 
 /// One iteration as the consumer (or the stream runner) handles it: counts its records as
-/// processed on construction and sends its span on destruction, marked as an error when
-/// `failed` is true by then. The trace context is read from the records at construction, before
-/// any transform changes them.
+/// processed (and sets their data-streams consume checkpoints) on construction and sends its
+/// span on destruction, marked as an error when `failed` is true by then. The trace context and
+/// the checkpoints are read from the records at construction, before any transform changes them.
 class ScopedIterationSpan {
  public:
   ScopedIterationSpan(int64_t iteration, int64_t start_us, const RecordBatch& records,

@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <mutex>
 
@@ -56,6 +58,44 @@ Result<TelemetryResponse> SendTelemetry(const std::string& method, const std::st
                        fmt::format("{} {}: HTTP {}", method, url, response.status)));
   }
   return response;
+}
+
+uint32_t Crc32(std::string_view bytes) {
+  static const std::array<uint32_t, 256> kTable = [] {
+    std::array<uint32_t, 256> table{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int bit = 0; bit < 8; ++bit) c = (c & 1) != 0 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    return table;
+  }();
+  uint32_t crc = 0xFFFFFFFFU;
+  for (char byte : bytes) crc = kTable[(crc ^ static_cast<uint8_t>(byte)) & 0xff] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFU;
+}
+
+std::string GzipStored(std::string_view body) {
+  auto little_endian = [](std::string& out, uint32_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  };
+  constexpr size_t kBlock = 65535;  // The most a stored block holds.
+  // ID1 ID2, CM deflate, no flags, no modification time, no extra flags, OS unknown.
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);
+  out.reserve(out.size() + body.size() + 5 * (body.size() / kBlock + 1) + 8);
+  size_t at = 0;
+  do {
+    size_t length = std::min(kBlock, body.size() - at);
+    bool last = at + length == body.size();
+    out.push_back(last ? '\x01' : '\x00');  // BFINAL, BTYPE 00 (stored).
+    little_endian(out, static_cast<uint32_t>(length), 2);
+    little_endian(out, static_cast<uint32_t>(~length & 0xffff), 2);
+    out.append(body.substr(at, length));
+    at += length;
+  } while (at < body.size());
+  little_endian(out, Crc32(body), 4);
+  little_endian(out, static_cast<uint32_t>(body.size()), 4);  // ISIZE: the size modulo 2^32.
+  return out;
 }
 
 }  // namespace bizon

@@ -2,7 +2,9 @@
 // on the sender thread. Failures are returned, never logged here (the exporter counts them).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +23,14 @@ struct TelemetryResponse {
 /// error naming the status.
 Result<TelemetryResponse> SendTelemetry(const std::string& method, const std::string& url,
                                         const TelemetryHeaders& headers, const std::string& body);
+
+/// CRC-32 (ISO-HDLC, the one gzip trails its data with).
+uint32_t Crc32(std::string_view bytes);
+
+/// `body` as one gzip member (RFC 1952) whose deflate data are stored blocks (RFC 1951 §3.2.4):
+/// valid for every gzip reader, for intakes that expect `Content-Encoding: gzip`, without a
+/// compression library (the size stays the same, plus 18 bytes and 5 per 64 KiB).
+std::string GzipStored(std::string_view body);
 
 /// Skips deliveries for a while after a failure, so a sink that is down costs one failed
 /// connection every few seconds rather than one per batch.
