@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "bizon/clock.h"
+#include "bizon/config_spec.h"
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/destinations/postgres/postgres_destination.h"
 #include "connectors/registration.h"
@@ -383,14 +385,15 @@ struct DuckdbDestination::RowEncoder {
 // -----------------------------------------------------------------------------------------------
 // Construction.
 
+namespace {
+
+/// The destination's options, declared once (below): the registry's spec and ReadOptions use it.
+ConfigSpec DuckdbDestinationSpec();
+
+}  // namespace
+
 DuckdbDestination::DuckdbDestination(const DestinationContext& context)
-    : sync_(context.sync),
-      database_path_(context.config.GetString("database")),
-      schema_(context.config.GetString("schema", "main")),
-      unnest_(context.config.GetBool("unnest", false)),
-      threads_(context.config.GetInteger("threads", 1)),
-      memory_limit_mb_(context.config.GetInteger("memory_limit_mb", 256)),
-      encoder_(std::make_unique<RowEncoder>()) {
+    : sync_(context.sync), encoder_(std::make_unique<RowEncoder>()) {
   raw_columns_ = {{"_bizon_id", DuckColumnType::kVarchar},
                   {"_bizon_extracted_at", DuckColumnType::kTimestamptz},
                   {"_bizon_loaded_at", DuckColumnType::kTimestamptz},
@@ -438,19 +441,30 @@ Status DuckdbDestination::ReadRecordSchemas(const Value& config) {
   return Status::Ok();
 }
 
+Result<std::string> DuckdbDestination::ReadOptions(const Value& config) {
+  FieldSpec declaration = Option::Object("config", DuckdbDestinationSpec().fields);
+  BIZON_ASSIGN_OR_RETURN(TableOptions table, ReadTableOptions(declaration, config));
+  schema_ = std::move(table.schema);
+  unnest_ = table.unnest;
+  OptionReader options(declaration, config);
+  database_path_ = StringOrEmpty(options, "database");
+  threads_ = options.Integer("threads");
+  memory_limit_mb_ = options.Integer("memory_limit_mb");
+  BIZON_RETURN_IF_ERROR(options.status());
+  return std::move(table.table);
+}
+
 Result<std::unique_ptr<DuckdbDestination>> DuckdbDestination::Create(
     const DestinationContext& context) {
   std::unique_ptr<DuckdbDestination> destination(new DuckdbDestination(context));
+  BIZON_ASSIGN_OR_RETURN(std::string table, destination->ReadOptions(context.config));
   if (destination->database_path_.empty() || destination->database_path_ == ":memory:") {
     return Fail(ConfigError(
         "destination.config.database: the duckdb destination needs a database file path"));
   }
-  if (destination->schema_.empty()) destination->schema_ = "main";
   BIZON_RETURN_IF_ERROR(destination->ReadRecordSchemas(context.config));
   BIZON_ASSIGN_OR_RETURN(destination->policies_, ReadTablePolicies(context.config));
   BIZON_RETURN_IF_ERROR(destination->CheckPolicies());
-  std::string table = context.config.GetString("table");
-  if (table.empty()) table = context.config.GetString("destination_id");
   if (table.empty() && destination->unnest_ && destination->schemas_.size() == 1) {
     table = destination->schemas_.begin()->first;  // The one schema names the one table.
   }

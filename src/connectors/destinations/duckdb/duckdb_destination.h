@@ -118,6 +118,9 @@ class DuckdbDestination final : public Destination {
   struct RowEncoder;
 
   explicit DuckdbDestination(const DestinationContext& context);
+  /// Reads the options of `config` against the destination's declaration; returns the table
+  /// the block names (`table`, else `destination_id`; empty: none).
+  Result<std::string> ReadOptions(const Value& config);
   Status ReadRecordSchemas(const Value& config);
 
   Result<TableState*> TableFor(std::string_view table_name);
@@ -166,12 +169,13 @@ class DuckdbDestination final : public Destination {
   Status ApplyContinuousMerges(int64_t through_load);
 
   SyncMetadata sync_;
+  // The options, set by ReadOptions() from the declaration's defaults and the block.
   std::string database_path_;
   std::string schema_;
   std::string default_table_;
   bool unnest_ = false;
-  int64_t threads_ = 1;
-  int64_t memory_limit_mb_ = 256;
+  int64_t threads_ = 0;
+  int64_t memory_limit_mb_ = 0;
   TablePolicies policies_;
   std::map<std::string, std::vector<Column>, std::less<>> schemas_;
   std::vector<Column> raw_columns_;

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <optional>
 
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/destinations/file/local_part_store.h"
 #include "connectors/destinations/parquet/parts_destination.h"
@@ -152,10 +153,10 @@ Status CheckFileDestinationId(std::string_view destination_id) {
 }
 
 FileDestination::FileDestination(const DestinationContext& context)
-    : sync_(context.sync),
-      job_abandoned_(context.job_abandoned),
-      unnest_(context.config.GetBool("unnest", false)) {
-  default_destination_id_ = context.config.GetString("destination_id");
+    : sync_(context.sync), job_abandoned_(context.job_abandoned) {
+  CommonDestinationOptions common = ReadCommonDestinationOptions(context.config);
+  unnest_ = common.unnest;
+  default_destination_id_ = std::move(common.destination_id);
   if (default_destination_id_.empty()) {
     default_destination_id_ = sync_.source_name + "_" + sync_.stream_name;
   }
@@ -552,19 +553,27 @@ Status FileDestination::OnJobSucceeded() {
 
 namespace {
 
+/// The file destination's options, declared once: the registry's spec and the readers use it.
+std::vector<FieldSpec> FileFields() {
+  return {{.name = "format",
+           .type = FieldType::kEnum,
+           .description = "Output format: json (NDJSON, one file per table) or parquet (a "
+                          "directory of part files per table).",
+           .default_value = Value("json"),
+           .enum_values = {"json", "parquet"}},
+          ParquetCompressionField(),
+          ParquetPartSizeField()};
+}
+
 /// The file destination's `format: parquet`: Parquet parts in directories (LocalPartStore).
 Result<std::unique_ptr<Destination>> MakeParquetFileDestination(
     const DestinationContext& context, std::string default_destination_id) {
   PartsDestinationOptions options{.sync = context.sync,
                                   .job_abandoned = context.job_abandoned,
                                   .default_destination_id = std::move(default_destination_id),
-                                  .unnest = context.config.GetBool("unnest", false),
                                   .label = "file destination"};
-  options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
-                            .value_or(ParquetCompression::kZstd);
-  options.max_part_bytes = ParquetPartBytes(context.config);
-  BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
-  for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
+  OptionReader declared(Option::Object("config", FileFields()), context.config);
+  BIZON_RETURN_IF_ERROR(ReadPartsOptions(declared, context.config, options));
   auto store = std::make_unique<LocalPartStore>(options.default_destination_id);
   if (Status checked = store->CheckId(options.default_destination_id); !checked.ok()) {
     return Fail(checked.WithFailureClass(FailureClass::kConfig));
@@ -573,8 +582,18 @@ Result<std::unique_ptr<Destination>> MakeParquetFileDestination(
       std::make_unique<PartsDestination>(std::move(options), std::move(store)));
 }
 
+/// The `format` of a file destination block.
+Result<std::string> FileFormat(const Value& config) {
+  OptionReader declared(Option::Object("config", FileFields()), config);
+  std::string format = declared.String("format");
+  BIZON_RETURN_IF_ERROR(declared.status());
+  return format;
+}
+
 std::vector<ConfigRuleViolation> CheckFileConfig(const Value& config, SyncMode) {
-  if (config.GetString("format", "json") != "parquet") return {};
+  Result<std::string> format = FileFormat(config);
+  if (!format) return {{.path = "format", .message = format.error().message()}};
+  if (*format != "parquet") return {};
   return CheckParquetSchemas(config);
 }
 
@@ -586,19 +605,7 @@ Status RegisterFileDestination(ConnectorRegistry& registry) {
       .description = "Local files: NDJSON, or Parquet parts in a directory per table; published "
                      "atomically, exactly once.",
       .alias = "file",
-      .config = {.fields = {{.name = "format",
-                             .type = FieldType::kEnum,
-                             .description = "Output format: json (NDJSON, one file per table) or "
-                                            "parquet (a directory of part files per table).",
-                             .default_value = Value("json"),
-                             .enum_values = {"json", "parquet"}},
-                            {.name = "compression",
-                             .type = FieldType::kEnum,
-                             .description = "Parquet compression codec (format: parquet only).",
-                             .default_value = Value("zstd"),
-                             .enum_values = {"zstd", "snappy"}},
-                            ParquetPartSizeField()},
-                 .unknown_keys = UnknownKeys::kError},
+      .config = {.fields = FileFields(), .unknown_keys = UnknownKeys::kError},
       .check_destination_id = [](std::string_view destination_id,
                                  SyncMode) { return CheckFileDestinationId(destination_id); },
       .check_config = CheckFileConfig,
@@ -609,7 +616,8 @@ Status RegisterFileDestination(ConnectorRegistry& registry) {
             !checked.ok()) {
           return Fail(checked.WithFailureClass(FailureClass::kConfig));
         }
-        if (context.config.GetString("format", "json") == "parquet") {
+        BIZON_ASSIGN_OR_RETURN(std::string format, FileFormat(context.config));
+        if (format == "parquet") {
           return MakeParquetFileDestination(context, destination->default_destination_id());
         }
         return destination;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/object_store/gcs_object_store.h"
 #include "connectors/destinations/object_store/object_part_store.h"
 #include "connectors/destinations/object_store/s3_object_store.h"
@@ -32,17 +33,13 @@ std::vector<FieldSpec> BucketFields(std::string_view store) {
        .description = "File format of the parts: parquet, or json (JSON lines, `.json` parts).",
        .default_value = Value("parquet"),
        .enum_values = {"parquet", "json"}},
-      {.name = "compression",
-       .type = FieldType::kEnum,
-       .description = "Parquet compression codec.",
-       .default_value = Value("zstd"),
-       .enum_values = {"zstd", "snappy"}},
+      ParquetCompressionField(),
       ParquetPartSizeField(),
   };
 }
 
 std::string DefaultDestinationId(const DestinationContext& context) {
-  std::string id = context.config.GetString("destination_id");
+  std::string id = ReadCommonDestinationOptions(context.config).destination_id;
   return id.empty() ? context.sync.source_name + "_" + context.sync.stream_name : id;
 }
 
@@ -50,42 +47,44 @@ std::vector<ConfigRuleViolation> CheckBucketConfig(const Value& config, SyncMode
   return CheckParquetSchemas(config);
 }
 
-/// The destination over `store`, `label` naming it in log lines.
+/// The destination over `store`, `label` naming it in log lines; `declared` reads the block.
 Result<std::unique_ptr<Destination>> MakeObjectStoreDestination(const DestinationContext& context,
+                                                                OptionReader& declared,
                                                                 std::unique_ptr<ObjectStore> store,
                                                                 std::string label) {
   PartsDestinationOptions options{.sync = context.sync,
                                   .job_abandoned = context.job_abandoned,
                                   .default_destination_id = DefaultDestinationId(context),
-                                  .unnest = context.config.GetBool("unnest", false),
                                   .label = std::move(label)};
-  options.compression = ParseParquetCompression(context.config.GetString("compression", "zstd"))
-                            .value_or(ParquetCompression::kZstd);
-  options.max_part_bytes = ParquetPartBytes(context.config);
-  if (context.config.GetString("format", "parquet") == "json") {
-    options.format = PartFormat::kNdjson;
-  }
-  BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(context.config));
-  for (auto& [id, columns] : schemas) options.schemas[id] = std::move(columns);
+  if (declared.String("format") == "json") options.format = PartFormat::kNdjson;
+  std::string prefix = declared.String("prefix");
+  BIZON_RETURN_IF_ERROR(ReadPartsOptions(declared, context.config, options));
   if (Status checked = CheckObjectDestinationId(options.default_destination_id); !checked.ok()) {
     return Fail(InvalidArgumentError("destination.config.destination_id: " + checked.message()));
   }
   BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ObjectPartStore> parts,
-                         ObjectPartStore::Make(std::move(store), context.config.GetString("prefix"),
+                         ObjectPartStore::Make(std::move(store), prefix,
                                                options.default_destination_id, context.sync.name));
   return std::unique_ptr<Destination>(
       std::make_unique<PartsDestination>(std::move(options), std::move(parts)));
 }
 
+std::vector<FieldSpec> GcsFields() {
+  std::vector<FieldSpec> fields = BucketFields("Cloud Storage");
+  fields.push_back(BigqueryAuthenticationField());
+  return fields;
+}
+
 Result<std::unique_ptr<Destination>> MakeGcsDestination(const DestinationContext& context) {
+  OptionReader declared(Option::Object("config", GcsFields()), context.config);
   GcsClientOptions client_options;
-  if (const Value* auth = context.config.Find("authentication");
-      auth != nullptr && auth->is_map() && !auth->GetString("service_account_key").empty()) {
-    const Value* key = auth->Find("service_account_key");
+  OptionReader authentication = declared.Object("authentication");
+  if (std::string key = authentication.String("service_account_key"); !key.empty()) {
+    const Value* node = authentication.Find("service_account_key");
     std::string origin = "destination.config.authentication.service_account_key";
-    if (key->mark().line > 0) origin += fmt::format(" (line {})", key->mark().line);
+    if (node->mark().line > 0) origin += fmt::format(" (line {})", node->mark().line);
     BIZON_ASSIGN_OR_RETURN(client_options.credentials,
-                           MakeGoogleCredentials({.inline_key = key->AsString(),
+                           MakeGoogleCredentials({.inline_key = std::move(key),
                                                   .inline_key_origin = origin,
                                                   .scopes = {std::string(kGcsReadWriteScope)}}));
   }
@@ -95,21 +94,8 @@ Result<std::unique_ptr<Destination>> MakeGcsDestination(const DestinationContext
   }
   std::shared_ptr<GcsClient> shared(std::move(*client));
   return MakeObjectStoreDestination(
-      context, MakeGcsObjectStore(std::move(shared), context.config.GetString("bucket")),
+      context, declared, MakeGcsObjectStore(std::move(shared), StringOrEmpty(declared, "bucket")),
       "gcs destination");
-}
-
-Result<std::unique_ptr<Destination>> MakeS3Destination(const DestinationContext& context) {
-  const Value& config = context.config;
-  S3Settings settings{.bucket = config.GetString("bucket"),
-                      .region = config.GetString("region", "us-east-1"),
-                      .endpoint = config.GetString("endpoint"),
-                      .access_key_id = config.GetString("access_key_id"),
-                      .secret_access_key = config.GetString("secret_access_key"),
-                      .session_token = config.GetString("session_token")};
-  BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store,
-                         MakeS3ObjectStore(std::move(settings)));
-  return MakeObjectStoreDestination(context, std::move(store), "s3 destination");
 }
 
 std::vector<FieldSpec> S3Fields() {
@@ -137,16 +123,28 @@ std::vector<FieldSpec> S3Fields() {
   return fields;
 }
 
+Result<std::unique_ptr<Destination>> MakeS3Destination(const DestinationContext& context) {
+  OptionReader declared(Option::Object("config", S3Fields()), context.config);
+  S3Settings settings{.bucket = StringOrEmpty(declared, "bucket"),
+                      .region = declared.String("region"),
+                      .endpoint = declared.String("endpoint"),
+                      .access_key_id = declared.String("access_key_id"),
+                      .secret_access_key = declared.String("secret_access_key"),
+                      .session_token = declared.String("session_token")};
+  BIZON_RETURN_IF_ERROR(declared.status());
+  BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store,
+                         MakeS3ObjectStore(std::move(settings)));
+  return MakeObjectStoreDestination(context, declared, std::move(store), "s3 destination");
+}
+
 }  // namespace
 
 Status RegisterGcsDestination(ConnectorRegistry& registry) {
-  std::vector<FieldSpec> fields = BucketFields("Cloud Storage");
-  fields.push_back(BigqueryAuthenticationField());
   return registry.AddDestination({
       .name = "gcs",
       .description = "Parquet files in a Google Cloud Storage bucket, published exactly once.",
       .alias = "gcs",
-      .config = {.fields = std::move(fields), .unknown_keys = UnknownKeys::kError},
+      .config = {.fields = GcsFields(), .unknown_keys = UnknownKeys::kError},
       .check_destination_id = [](std::string_view id,
                                  SyncMode) { return CheckObjectDestinationId(id); },
       .check_config = CheckBucketConfig,

@@ -146,8 +146,12 @@ FieldSpec ParquetPartSizeField() {
           .minimum = 0.1};
 }
 
-int64_t ParquetPartBytes(const Value& config) {
-  return static_cast<int64_t>(config.GetDouble("part_size", 8) * 1024 * 1024);
+FieldSpec ParquetCompressionField() {
+  return {.name = "compression",
+          .type = FieldType::kEnum,
+          .description = "Parquet compression codec (format: parquet only).",
+          .default_value = Value("zstd"),
+          .enum_values = {"zstd", "snappy"}};
 }
 
 std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config) {

@@ -63,8 +63,8 @@ Result<std::vector<std::pair<std::string, std::vector<ParquetColumn>>>> ReadParq
 
 /// `part_size`: the most MB of records one part file (one row group) holds before it is written.
 FieldSpec ParquetPartSizeField();
-/// `part_size` of a destination config, in bytes.
-int64_t ParquetPartBytes(const Value& config);
+/// `compression`: the Parquet codec (ParseParquetCompression's names).
+FieldSpec ParquetCompressionField();
 
 /// check_config of a destination writing Parquet: each record_schemas column type must be one
 /// ParseParquetColumnType knows. Violations carry `record_schemas[i].record_schema[j].type`.

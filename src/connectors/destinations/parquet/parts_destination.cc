@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/destinations/parquet/ndjson_part_writer.h"
 
@@ -32,6 +33,23 @@ std::optional<std::pair<std::string, int64_t>> ParsePartFileName(std::string_vie
     return std::nullopt;
   }
   return std::make_pair(std::string(file.substr(0, dash)), seq);
+}
+
+Status ReadPartsOptions(OptionReader& options, const Value& config, PartsDestinationOptions& out) {
+  std::string compression = options.String("compression");
+  out.max_part_bytes = static_cast<int64_t>(options.Number("part_size") * 1024 * 1024);
+  BIZON_RETURN_IF_ERROR(options.status());
+  std::optional<ParquetCompression> codec = ParseParquetCompression(compression);
+  if (!codec) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("destination.config.compression: unknown codec '{}'", compression),
+                  FailureClass::kConfig);
+  }
+  out.compression = *codec;
+  out.unnest = ReadCommonDestinationOptions(config).unnest;
+  BIZON_ASSIGN_OR_RETURN(auto schemas, ReadParquetSchemas(config));
+  for (auto& [id, columns] : schemas) out.schemas[id] = std::move(columns);
+  return Status::Ok();
 }
 
 PartsDestination::PartsDestination(PartsDestinationOptions options,

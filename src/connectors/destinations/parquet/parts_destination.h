@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bizon/config_spec.h"
 #include "bizon/destination.h"
 #include "connectors/destinations/parquet/parquet_part_writer.h"
 #include "connectors/destinations/parquet/part_store.h"
@@ -57,6 +58,12 @@ struct PartsDestinationOptions {
   /// "file destination", "gcs destination": how log lines name it.
   std::string label;
 };
+
+/// Reads the options a parts destination's block holds into `out`: compression and part_size
+/// against the destination's declaration `options` (which declares them with
+/// ParquetCompressionField and ParquetPartSizeField), unnest and the record_schemas columns. The
+/// first misuse of `options` is the error.
+Status ReadPartsOptions(OptionReader& options, const Value& config, PartsDestinationOptions& out);
 
 /// `<job_id>-<seq><extension>`, seq zero-padded to six digits.
 std::string PartFileName(std::string_view job_id, int64_t seq,

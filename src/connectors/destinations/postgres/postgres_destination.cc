@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "bizon/clock.h"
+#include "bizon/config_spec.h"
+#include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/registration.h"
 #include "http/json_page.h"
@@ -406,11 +408,16 @@ struct PostgresDestination::RowEncoder {
 // -----------------------------------------------------------------------------------------------
 // Construction.
 
+namespace {
+
+/// The destination's options, declared once (below): the registry's spec and Create() use it.
+ConfigSpec PostgresDestinationSpec();
+
+}  // namespace
+
 PostgresDestination::PostgresDestination(const DestinationContext& context)
     : sync_(context.sync),
       connection_settings_(PgSettingsFromConfig(context.config)),
-      schema_(context.config.GetString("schema", "public")),
-      unnest_(context.config.GetBool("unnest", false)),
       encoder_(std::make_unique<RowEncoder>()) {
   connection_settings_.application_name = "bizon destination";
   raw_columns_ = {{"_bizon_id", PgColumnType::kText},
@@ -426,7 +433,12 @@ PostgresDestination::~PostgresDestination() = default;
 Result<std::unique_ptr<PostgresDestination>> PostgresDestination::Create(
     const DestinationContext& context) {
   std::unique_ptr<PostgresDestination> destination(new PostgresDestination(context));
-  if (destination->schema_.empty()) destination->schema_ = "public";
+  BIZON_ASSIGN_OR_RETURN(
+      TableOptions options,
+      ReadTableOptions(Option::Object("config", PostgresDestinationSpec().fields), context.config));
+  destination->schema_ = std::move(options.schema);
+  destination->unnest_ = options.unnest;
+  std::string table = std::move(options.table);
   if (const Value* schemas = context.config.Find("record_schemas");
       schemas != nullptr && schemas->is_list()) {
     for (const Value& schema : schemas->AsList()) {
@@ -458,8 +470,6 @@ Result<std::unique_ptr<PostgresDestination>> PostgresDestination::Create(
   }
   BIZON_ASSIGN_OR_RETURN(destination->policies_, ReadTablePolicies(context.config));
   BIZON_RETURN_IF_ERROR(destination->CheckPolicies());
-  std::string table = context.config.GetString("table");
-  if (table.empty()) table = context.config.GetString("destination_id");
   if (table.empty() && destination->unnest_ && destination->schemas_.size() == 1) {
     table = destination->schemas_.begin()->first;  // The one schema names the one table.
   }
