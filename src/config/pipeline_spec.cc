@@ -175,9 +175,11 @@ std::vector<FieldSpec> CommonSourceFields() {
           .Default(Value(Value::Map{{"retry_limit", Value(10)}}))
           .OnUnknownKeys(UnknownKeys::kWarn),
       Option::String("source_file_path", "Custom Python source file (same as --custom-source)."),
+      // hubspot declares it again with its default; the other sources accept it and ignore it,
+      // as the original does.
       Option::Boolean("init_pipeline",
-                      "hubspot: false skips reading the object's property list at start-up.")
-          .Default(true),
+                      "Read by hubspot only (false skips reading the object's property list at "
+                      "start-up; see its section)."),
       HttpField(),
   };
 }
