@@ -21,33 +21,38 @@ Status QueryKeyAuthenticator::Apply(HttpRequest& request) {
 }
 
 Result<std::shared_ptr<Authenticator>> MakeResourceAuthenticator(const Value& auth) {
-  std::string type = auth.GetString("type");
+  OptionReader options(ResourceAuthDeclaration(), auth);
+  const std::string& type = options.Variant();
+  std::shared_ptr<Authenticator> authenticator;
   if (type == "bearer") {
-    return std::shared_ptr<Authenticator>(
-        std::make_shared<TokenAuthenticator>(TokenParams{.token = auth.GetString("token")}));
-  }
-  if (type == "api_key") {
-    std::string name = auth.GetString("name", "Authorization");
-    std::string key = auth.GetString("api_key");
-    if (auth.GetString("location", "header") == "query") {
-      return std::shared_ptr<Authenticator>(
-          std::make_shared<QueryKeyAuthenticator>(std::move(name), std::move(key)));
+    authenticator =
+        std::make_shared<TokenAuthenticator>(TokenParams{.token = options.String("token")});
+  } else if (type == "api_key") {
+    std::string name = options.String("name");
+    std::string key = options.String("api_key");
+    if (options.String("location") == "query") {
+      authenticator = std::make_shared<QueryKeyAuthenticator>(std::move(name), std::move(key));
+    } else {
+      authenticator = std::make_shared<TokenAuthenticator>(
+          TokenParams{.token = std::move(key), .auth_method = "", .auth_header = std::move(name)});
     }
-    return std::shared_ptr<Authenticator>(std::make_shared<TokenAuthenticator>(
-        TokenParams{.token = std::move(key), .auth_method = "", .auth_header = std::move(name)}));
+  } else if (type == "basic") {
+    authenticator = std::make_shared<BasicAuthenticator>(BasicParams{
+        .username = options.String("username"), .password = options.String("password")});
+  } else {
+    return Fail(InvalidArgumentError(fmt::format("unknown auth type '{}'", type)));
   }
-  if (type == "basic") {
-    return std::shared_ptr<Authenticator>(std::make_shared<BasicAuthenticator>(BasicParams{
-        .username = auth.GetString("username"), .password = auth.GetString("password")}));
-  }
-  return Fail(InvalidArgumentError(fmt::format("unknown auth type '{}'", type)));
+  BIZON_RETURN_IF_ERROR(options.status());
+  return authenticator;
 }
 
 Result<std::shared_ptr<HttpSession>> MakeResourceSession(const Value& source, const Value* auth) {
   SourceSessionOptions options;
-  for (const auto& [name, value] : ParamsOf(source.Find("headers"))) {
+  OptionReader source_options(RestApiDeclaration(), source);
+  for (const auto& [name, value] : ParamsOf(source_options.Find("headers"))) {
     options.default_headers.emplace_back(name, value);
   }
+  BIZON_RETURN_IF_ERROR(source_options.status());
   if (auth == nullptr) return MakeSourceSession(source, std::move(options));
   BIZON_ASSIGN_OR_RETURN(HttpPolicy policy, HttpPolicy::FromSourceConfig(source));
   BIZON_ASSIGN_OR_RETURN(std::shared_ptr<Authenticator> authenticator,

@@ -50,8 +50,8 @@ class RestApiSource final : public Source {
 };
 
 Result<std::unique_ptr<Source>> MakeEndpointSource(const SourceContext& context) {
-  BIZON_ASSIGN_OR_RETURN(EndpointSpec spec, EndpointOf(context.config, context.stream));
-  if (context.sync_mode == SyncMode::kIncremental && !spec.incremental) {
+  BIZON_ASSIGN_OR_RETURN(EndpointEntry entry, EndpointOf(context.config, context.stream));
+  if (context.sync_mode == SyncMode::kIncremental && !entry.spec.incremental) {
     return Fail(InvalidArgumentError(
         fmt::format("source.endpoints.{}: an incremental run needs an incremental block (the query "
                     "parameter that receives the window start)",
@@ -59,12 +59,8 @@ Result<std::unique_ptr<Source>> MakeEndpointSource(const SourceContext& context)
   }
   BIZON_ASSIGN_OR_RETURN(std::shared_ptr<HttpSession> session,
                          MakeResourceSession(context.config, nullptr));
-  const Value* endpoint = context.config.FindPath("endpoints");
-  std::string total_path = endpoint != nullptr && endpoint->Find(context.stream) != nullptr
-                               ? endpoint->Find(context.stream)->GetString("total_path")
-                               : "";
-  return std::make_unique<RestApiSource>(RestEndpoint(std::move(spec), std::move(session)),
-                                         std::move(total_path));
+  return std::make_unique<RestApiSource>(RestEndpoint(std::move(entry.spec), std::move(session)),
+                                         std::move(entry.total_path));
 }
 
 // Compiles the hook of every `action: python`, before any request is sent.

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "bizon/secret_mask.h"
 #include "http/url.h"
@@ -193,7 +197,7 @@ FieldSpec AuthField() {
                     .Default("header")}),
        Variant("basic", "HTTP basic authentication.",
                {Option::String("username", "The user name.").Required(),
-                Option::String("password", "The password.").Secret()})},
+                Option::String("password", "The password.").Default("").Secret()})},
       "This resource's own credentials, instead of the source's `authentication`.");
 }
 
@@ -247,6 +251,11 @@ const FieldSpec& ResourceDeclaration() {
   return kDeclaration;
 }
 
+const FieldSpec& ResourceAuthDeclaration() {
+  static const FieldSpec kDeclaration = AuthField();
+  return kDeclaration;
+}
+
 ConfigSpec RestApiConfig() {
   return {
       .fields =
@@ -276,6 +285,16 @@ ConfigSpec RestApiConfig() {
   };
 }
 
+const FieldSpec& RestApiDeclaration() {
+  static const FieldSpec kDeclaration = Option::Object("source", RestApiConfig().fields);
+  return kDeclaration;
+}
+
+std::string TextIfSet(OptionReader& options, std::string_view name) {
+  const Value* value = options.Find(name);
+  return value != nullptr ? value->ToDisplayString() : std::string();
+}
+
 QueryParams ParamsOf(const Value* map) {
   QueryParams params;
   if (map == nullptr || !map->is_map()) return params;
@@ -287,66 +306,88 @@ QueryParams ParamsOf(const Value* map) {
   return params;
 }
 
-Result<PaginationSpec> PaginationOf(const Value* block) {
+namespace {
+
+// has_more_path and where the paging parameters go: the keys offset, page_number and cursor
+// share.
+void ReadPagingStop(OptionReader& block, PaginationSpec& spec) {
+  spec.has_more_path = TextIfSet(block, "has_more_path");
+  spec.in_body = block.String("location") == "body";
+}
+
+// The keys offset and page_number share: those of ReadPagingStop, total_path and the empty-page
+// stop.
+void ReadPageBounds(OptionReader& block, PaginationSpec& spec) {
+  ReadPagingStop(block, spec);
+  spec.total_path = TextIfSet(block, "total_path");
+  spec.past_empty_pages = !block.Boolean("stop_after_empty_page");
+}
+
+std::optional<int64_t> IntegerIfSet(OptionReader& block, std::string_view name) {
+  const Value* value = block.Find(name);
+  if (value == nullptr || !value->is_integer()) return std::nullopt;
+  return value->AsInteger();
+}
+
+}  // namespace
+
+Result<PaginationSpec> PaginationOf(OptionReader block) {
   PaginationSpec spec;
-  if (block == nullptr || !block->is_map()) return spec;
-  std::string type = block->GetString("type", "none");
-  if (type == "none") return spec;
-  spec.has_more_path = block->GetString("has_more_path");
-  spec.total_path = block->GetString("total_path");
-  spec.in_body = block->GetString("location", "query") == "body";
-  spec.stop_after_empty_page = block->GetBool("stop_after_empty_page", true);
+  const std::string& type = block.Variant();
   if (type == "offset") {
     spec.type = PaginationSpec::Type::kOffset;
-    spec.offset_param = block->GetString("offset_param", "offset");
-    spec.limit_param = block->GetString("limit_param", "limit");
-    spec.limit = block->GetInteger("limit", 100);
-    spec.start_offset = block->GetInteger("start_offset", 0);
-    if (const Value* maximum = block->Find("maximum_offset"); maximum && maximum->is_integer()) {
-      spec.maximum_offset = maximum->AsInteger();
-    }
+    ReadPageBounds(block, spec);
+    spec.offset_param = block.String("offset_param");
+    spec.limit_param = block.String("limit_param");
+    spec.limit = block.Integer("limit");
+    spec.start_offset = block.Integer("start_offset");
+    spec.maximum_offset = IntegerIfSet(block, "maximum_offset");
   } else if (type == "page_number") {
     spec.type = PaginationSpec::Type::kPageNumber;
-    spec.page_param = block->GetString("page_param", "page");
-    spec.start_page = block->GetInteger("start_page", 1);
-    spec.page_size_param = block->GetString("page_size_param");
-    spec.page_size = block->GetInteger("page_size", 0);
-    if (const Value* maximum = block->Find("maximum_page"); maximum && maximum->is_integer()) {
-      spec.maximum_page = maximum->AsInteger();
-    }
+    ReadPageBounds(block, spec);
+    spec.page_param = block.String("page_param");
+    spec.start_page = block.Integer("start_page");
+    spec.page_size_param = TextIfSet(block, "page_size_param");
+    spec.page_size = IntegerIfSet(block, "page_size").value_or(0);
+    spec.maximum_page = IntegerIfSet(block, "maximum_page");
   } else if (type == "cursor") {
     spec.type = PaginationSpec::Type::kCursor;
-    spec.cursor_param = block->GetString("cursor_param", "cursor");
-    spec.cursor_path = block->GetString("cursor_path", "next_cursor");
+    ReadPagingStop(block, spec);
+    spec.cursor_param = block.String("cursor_param");
+    spec.cursor_path = block.String("cursor_path");
   } else if (type == "next_url") {
     spec.type = PaginationSpec::Type::kNextUrl;
-    spec.next_url_path = block->GetString("next_url_path", "next");
+    spec.next_url_path = block.String("next_url_path");
   } else if (type == "link_header") {
     spec.type = PaginationSpec::Type::kLinkHeader;
-  } else {
+  } else if (type != "none") {
     return Fail(InvalidArgumentError(fmt::format("unknown pagination type '{}'", type)));
   }
+  BIZON_RETURN_IF_ERROR(block.status());
   return spec;
 }
 
-IncrementalSpec IncrementalOf(const Value& block, const Value& source) {
+IncrementalSpec WindowOf(OptionReader& block, const std::string& source_cursor_field) {
   IncrementalSpec window;
-  window.param = block.GetString("param");
-  window.end_param = block.GetString("end_param");
-  window.format = block.GetString("format", "iso8601");
-  window.cursor_field = block.GetString("cursor_field", source.GetString("cursor_field"));
-  auto optional = [&](std::string_view key) -> std::optional<Value> {
-    const Value* value = block.Find(key);
-    if (value == nullptr || value->is_null()) return std::nullopt;
-    return *value;
-  };
-  window.initial_value = optional("initial_value");
-  window.end_value = optional("end_value");
-  window.lag = block.GetDouble("lag", 0);
-  std::string order = block.GetString("row_order");
+  window.param = TextIfSet(block, "param");
+  window.end_param = TextIfSet(block, "end_param");
+  window.format = block.String("format");
+  // Declared without a default: its default is another option's value.
+  const Value* cursor_field = block.Find("cursor_field");
+  window.cursor_field =
+      cursor_field != nullptr ? cursor_field->ToDisplayString() : source_cursor_field;
+  return window;
+}
+
+IncrementalSpec ResourceIncrementalOf(OptionReader block, const std::string& source_cursor_field) {
+  IncrementalSpec window = WindowOf(block, source_cursor_field);
+  if (const Value* initial = block.Find("initial_value")) window.initial_value = *initial;
+  if (const Value* end = block.Find("end_value")) window.end_value = *end;
+  window.lag = block.Number("lag");
+  std::string order = TextIfSet(block, "row_order");
   if (order == "asc") window.row_order = IncrementalSpec::RowOrder::kAscending;
   if (order == "desc") window.row_order = IncrementalSpec::RowOrder::kDescending;
-  std::string missing = block.GetString("on_cursor_value_missing", "raise");
+  std::string missing = block.String("on_cursor_value_missing");
   if (missing == "include")
     window.on_cursor_value_missing = IncrementalSpec::MissingCursor::kInclude;
   if (missing == "exclude")
@@ -354,45 +395,82 @@ IncrementalSpec IncrementalOf(const Value& block, const Value& source) {
   return window;
 }
 
-Result<EndpointSpec> EndpointOf(const Value& source, const std::string& stream) {
+Result<std::vector<ResponseAction>> ResponseActionsOf(const Value* list) {
+  static const FieldSpec kDeclaration = ResponseActionField();
+  std::vector<ResponseAction> actions;
+  if (list == nullptr || !list->is_list()) return actions;
+  for (const Value& item : list->AsList()) {
+    OptionReader options(kDeclaration, item);
+    ResponseAction action;
+    if (std::optional<int64_t> code = IntegerIfSet(options, "status_code")) {
+      action.status_code = static_cast<int>(*code);
+    }
+    action.content = TextIfSet(options, "content");
+    std::string kind = options.String("action");
+    action.action = kind == "ignore"   ? ResponseAction::Kind::kIgnore
+                    : kind == "retry"  ? ResponseAction::Kind::kRetry
+                    : kind == "python" ? ResponseAction::Kind::kPython
+                                       : ResponseAction::Kind::kFail;
+    action.python = TextIfSet(options, "python");
+    BIZON_RETURN_IF_ERROR(options.status());
+    actions.push_back(std::move(action));
+  }
+  return actions;
+}
+
+namespace {
+
+// The `endpoints` entry named `stream`, else an error naming the declared ones.
+Result<Value> EndpointBlock(OptionReader& source, const std::string& stream) {
   const Value* endpoints = source.Find("endpoints");
   const Value* endpoint = endpoints != nullptr ? endpoints->Find(stream) : nullptr;
-  if (endpoint == nullptr || !endpoint->is_map()) {
-    std::string names;
-    if (endpoints != nullptr && endpoints->is_map()) {
-      for (const auto& [name, unused] : endpoints->AsMap()) {
-        names += (names.empty() ? "" : ", ") + name;
-      }
+  if (endpoint != nullptr && endpoint->is_map()) return *endpoint;
+  std::string names;
+  if (endpoints != nullptr && endpoints->is_map()) {
+    for (const auto& [name, unused] : endpoints->AsMap()) {
+      names += (names.empty() ? "" : ", ") + name;
     }
-    return Fail(InvalidArgumentError(
-        fmt::format("'{}' is not one of the endpoints of this rest_api source ({})", stream,
-                    names.empty() ? "none declared" : names)));
   }
-  EndpointSpec spec;
+  return Fail(InvalidArgumentError(
+      fmt::format("'{}' is not one of the endpoints of this rest_api source ({})", stream,
+                  names.empty() ? "none declared" : names)));
+}
+
+}  // namespace
+
+Result<EndpointEntry> EndpointOf(const Value& source, const std::string& stream) {
+  static const FieldSpec kDeclaration = EndpointField();
+  OptionReader source_options(RestApiDeclaration(), source);
+  BIZON_ASSIGN_OR_RETURN(Value block, EndpointBlock(source_options, stream));
+  OptionReader endpoint(kDeclaration, std::move(block));
+  EndpointEntry entry;
+  EndpointSpec& spec = entry.spec;
   spec.name = stream;
-  spec.url = JoinUrl(source.GetString("base_url"), endpoint->GetString("path"));
-  spec.method = endpoint->GetString("method", "GET");
-  spec.params = ParamsOf(source.Find("params"));
-  QueryParams own = ParamsOf(endpoint->Find("params"));
+  spec.url = JoinUrl(source_options.String("base_url"), endpoint.String("path"));
+  spec.method = endpoint.String("method");
+  spec.params = ParamsOf(source_options.Find("params"));
+  QueryParams own = ParamsOf(endpoint.Find("params"));
   spec.params.insert(spec.params.end(), own.begin(), own.end());
-  for (const auto& [name, value] : ParamsOf(endpoint->Find("headers"))) {
+  for (const auto& [name, value] : ParamsOf(endpoint.Find("headers"))) {
     spec.headers.emplace_back(name, value);
   }
-  if (const Value* body = endpoint->Find("body"); body != nullptr && !body->is_null()) {
-    spec.body = *body;
-  }
-  spec.record_selector = endpoint->GetString("record_selector", "");
-  spec.record_id = endpoint->GetString("record_id", "id");
-  BIZON_ASSIGN_OR_RETURN(spec.pagination, PaginationOf(endpoint->Find("pagination")));
+  if (const Value* body = endpoint.Find("body")) spec.body = *body;
+  spec.record_selector = endpoint.String("record_selector");
+  spec.record_id = endpoint.String("record_id");
+  BIZON_ASSIGN_OR_RETURN(spec.pagination, PaginationOf(endpoint.Object("pagination")));
   if (spec.pagination.in_body && spec.method != "POST") {
     return Fail(InvalidArgumentError(
         fmt::format("endpoint '{}': pagination.location body needs method POST", stream)));
   }
-  if (const Value* incremental = endpoint->Find("incremental");
-      incremental != nullptr && incremental->is_map()) {
-    spec.incremental = IncrementalOf(*incremental, source);
+  if (endpoint.Find("incremental") != nullptr) {
+    OptionReader incremental = endpoint.Object("incremental");
+    // source.cursor_field: a common option of every source (config/pipeline_spec.cc).
+    spec.incremental = WindowOf(incremental, source.GetString("cursor_field"));
   }
-  return spec;
+  entry.total_path = TextIfSet(endpoint, "total_path");
+  BIZON_RETURN_IF_ERROR(source_options.status());
+  BIZON_RETURN_IF_ERROR(endpoint.status());
+  return entry;
 }
 
 }  // namespace bizon

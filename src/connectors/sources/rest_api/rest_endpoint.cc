@@ -62,10 +62,9 @@ HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination, const
                         PagePosition& position, const std::string* url,
                         const Value* body_override) {
   const PaginationSpec& paging = spec.pagination;
-  HttpRequest request{.method = spec.method,
-                      .url = url != nullptr ? *url : spec.url,
-                      .query = spec.params,
-                      .headers = spec.headers};
+  HttpRequest request{
+      .url = url != nullptr ? *url : spec.url, .query = spec.params, .headers = spec.headers};
+  if (!spec.method.empty()) request.method = spec.method;
   request.query.insert(request.query.end(), extra.begin(), extra.end());
   std::optional<Value> body = body_override != nullptr ? *body_override : spec.body;
   // Sends one paging parameter in the query, or in the JSON body when `in_body`.
@@ -133,20 +132,20 @@ Result<std::optional<double>> Total(const PaginationSpec& paging, const JsonPage
 Result<bool> OffsetGoesOn(const PaginationSpec& paging, const JsonPage& page, int64_t next_offset,
                           int64_t count) {
   BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, HasMore(paging, page));
-  bool go_on = count > 0 || !paging.stop_after_empty_page;
+  bool go_on = count > 0 || paging.past_empty_pages;
   if (paging.maximum_offset && next_offset >= *paging.maximum_offset) return false;
   if (more) return go_on && *more;
   BIZON_ASSIGN_OR_RETURN(std::optional<double> total, Total(paging, page));
   if (total) return go_on && static_cast<double>(next_offset) < *total;
   // Without an empty-page stop, maximum_offset (checked above) ends the paging.
-  if (!paging.stop_after_empty_page) return true;
+  if (paging.past_empty_pages) return true;
   return go_on && count >= paging.limit;
 }
 
 Result<bool> PageGoesOn(const PaginationSpec& paging, const JsonPage& page, int64_t page_number,
                         int64_t count) {
   BIZON_ASSIGN_OR_RETURN(std::optional<bool> more, HasMore(paging, page));
-  bool go_on = count > 0 || !paging.stop_after_empty_page;
+  bool go_on = count > 0 || paging.past_empty_pages;
   if (paging.maximum_page && page_number >= *paging.maximum_page) return false;
   if (more) return go_on && *more;
   BIZON_ASSIGN_OR_RETURN(std::optional<double> total_pages, Total(paging, page));

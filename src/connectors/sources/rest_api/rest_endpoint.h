@@ -36,37 +36,41 @@
 
 namespace bizon {
 
+// The specs below are filled by the rest_api readers (rest_api_spec.h) from the option
+// declarations, which hold every default; a spec built in code (pokeapi) names what it uses.
+
 struct PaginationSpec {
   enum class Type { kNone, kOffset, kPageNumber, kCursor, kNextUrl, kLinkHeader };
   Type type = Type::kNone;
   // offset
-  std::string offset_param = "offset";
-  std::string limit_param = "limit";
-  int64_t limit = 100;
+  std::string offset_param;
+  std::string limit_param;
+  int64_t limit = 0;
   int64_t start_offset = 0;
   // page_number
-  std::string page_param = "page";
-  int64_t start_page = 1;
+  std::string page_param;
+  int64_t start_page = 0;
   std::string page_size_param;
+  /// 0: no page size.
   int64_t page_size = 0;
   /// page_number: the last page to ask for.
   std::optional<int64_t> maximum_page;
   /// offset: no page is asked for at or past this offset.
   std::optional<int64_t> maximum_offset;
   // cursor
-  std::string cursor_param = "cursor";
-  std::string cursor_path = "next_cursor";
+  std::string cursor_param;
+  std::string cursor_path;
   /// Where the offset, page or cursor goes: the query string, or (for POST) the JSON body.
   bool in_body = false;
   // next_url
-  std::string next_url_path = "next";
+  std::string next_url_path;
   // Stop conditions shared by offset, page_number and cursor.
   std::string has_more_path;
   /// offset: the total record count; page_number: the total page count.
   std::string total_path;
-  /// An empty page ends offset and page_number paging; false goes on (until total_path,
-  /// has_more_path or maximum_* says so).
-  bool stop_after_empty_page = true;
+  /// offset and page_number: an empty page is not the last (`stop_after_empty_page: false`), so
+  /// total_path, has_more_path or maximum_* must end the paging.
+  bool past_empty_pages = false;
 };
 
 struct IncrementalSpec {
@@ -74,8 +78,8 @@ struct IncrementalSpec {
   std::string param;
   /// Optional query parameter receiving its upper bound (the run's start).
   std::string end_param;
-  /// iso8601 (default), unix, unix_ms, date, or a strftime format.
-  std::string format = "iso8601";
+  /// iso8601 (or empty), unix, unix_ms, date, or a strftime format.
+  std::string format;
   /// Record field whose largest value becomes the next run's lower bound (its state).
   std::string cursor_field;
 
@@ -111,7 +115,8 @@ struct ResponseAction {
 struct EndpointSpec {
   std::string name;
   std::string url;
-  std::string method = "GET";
+  /// GET or POST; empty: HttpRequest's own (GET).
+  std::string method;
   QueryParams params;
   /// JSON body of a POST; the cursor is added to it when cursor_in_body.
   std::optional<Value> body;
@@ -119,7 +124,7 @@ struct EndpointSpec {
   /// Dotted path to the records array; "" when the page itself is the array.
   std::string record_selector;
   /// Dotted path to each record's id; "" gives records an empty id.
-  std::string record_id = "id";
+  std::string record_id;
   PaginationSpec pagination;
   std::optional<IncrementalSpec> incremental;
 };

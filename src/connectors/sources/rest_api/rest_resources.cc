@@ -89,26 +89,6 @@ void ResolveParamsToPlaceholders(Value& resource) {
   resource.Set("path", Value(path));
 }
 
-std::vector<ResponseAction> ActionsOf(const Value* list) {
-  std::vector<ResponseAction> actions;
-  if (list == nullptr || !list->is_list()) return actions;
-  for (const Value& item : list->AsList()) {
-    ResponseAction action;
-    if (const Value* code = item.Find("status_code"); code != nullptr && code->is_integer()) {
-      action.status_code = static_cast<int>(code->AsInteger());
-    }
-    action.content = item.GetString("content");
-    std::string kind = item.GetString("action");
-    action.action = kind == "ignore"   ? ResponseAction::Kind::kIgnore
-                    : kind == "retry"  ? ResponseAction::Kind::kRetry
-                    : kind == "python" ? ResponseAction::Kind::kPython
-                                       : ResponseAction::Kind::kFail;
-    action.python = item.GetString("python");
-    actions.push_back(std::move(action));
-  }
-  return actions;
-}
-
 struct Analysis {
   std::vector<ResourceSpec> resources;
   std::vector<ConfigRuleViolation> violations;
@@ -116,7 +96,10 @@ struct Analysis {
 
 class ResourceReader {
  public:
-  explicit ResourceReader(const Value& source) : source_(source) {}
+  explicit ResourceReader(const Value& source)
+      : source_(RestApiDeclaration(), source),
+        // A common option of every source (config/pipeline_spec.cc), declared without a default.
+        source_cursor_field_(source.GetString("cursor_field")) {}
 
   Analysis Read() {
     const Value* list = source_.Find("resources");
@@ -129,6 +112,9 @@ class ResourceReader {
       ReadOne(i, merged);
     }
     LinkParents();
+    if (!source_.status().ok()) {
+      analysis_.violations.push_back({.path = "", .message = source_.status().message()});
+    }
     return std::move(analysis_);
   }
 
@@ -146,22 +132,20 @@ class ResourceReader {
     for (const ResourceSpec& other : analysis_.resources) {
       if (other.name == spec.name) Violation(index, "name", "two resources are named " + spec.name);
     }
-    std::string path = merged.GetString("path");
+    std::string path = TextIfSet(reader, "path");
     if (path.empty())
       Violation(index, "path", "a resource needs a path (or resource_defaults.path)");
     EndpointSpec& endpoint = spec.endpoint;
     endpoint.name = spec.name;
-    endpoint.url = JoinUrl(source_.GetString("base_url"), path);
+    endpoint.url = JoinUrl(source_.String("base_url"), path);
     endpoint.method = reader.String("method");
     endpoint.params = ParamsOf(source_.Find("params"));
-    QueryParams own = ParamsOf(merged.Find("params"));
+    QueryParams own = ParamsOf(reader.Find("params"));
     endpoint.params.insert(endpoint.params.end(), own.begin(), own.end());
-    endpoint.headers = ParamsOf(merged.Find("headers"));
-    if (const Value* body = merged.Find("body"); body != nullptr && !body->is_null()) {
-      endpoint.body = *body;
-    }
-    const Value* selector = merged.Find("record_selector");
-    spec.detect_records = selector == nullptr || selector->is_null();
+    endpoint.headers = ParamsOf(reader.Find("headers"));
+    if (const Value* body = reader.Find("body")) endpoint.body = *body;
+    const Value* selector = reader.Find("record_selector");
+    spec.detect_records = selector == nullptr;
     if (!spec.detect_records) endpoint.record_selector = selector->ToDisplayString();
     // A path that ends in a placeholder names one entity: its page is the record.
     if (spec.detect_records && path.ends_with("}") && path.rfind('/') < path.rfind('{')) {
@@ -169,15 +153,14 @@ class ResourceReader {
       endpoint.record_selector = "$";
     }
     endpoint.record_id = reader.String("record_id");
-    ReadPaging(index, merged, spec);
-    spec.destination_id = merged.GetString("destination_id", spec.name);
+    ReadPaging(index, reader, spec);
+    // Declared without a default: its default is the resource's name.
+    const Value* destination_id = reader.Find("destination_id");
+    spec.destination_id = destination_id != nullptr ? destination_id->ToDisplayString() : spec.name;
     spec.parallel = reader.Integer("parallel");
-    spec.response_actions = ActionsOf(merged.Find("response_actions"));
-    CheckActions(index, spec.response_actions);
-    if (const Value* auth = merged.Find("auth"); auth != nullptr && auth->is_map()) {
-      spec.auth = *auth;
-    }
-    if (const Value* include = merged.Find("include_from_parent"); include && include->is_list()) {
+    ReadActions(index, reader, spec);
+    if (const Value* auth = reader.Find("auth")) spec.auth = *auth;
+    if (const Value* include = reader.Find("include_from_parent"); include && include->is_list()) {
       for (const Value& field : include->AsList()) {
         spec.include_from_parent.push_back(field.ToDisplayString());
       }
@@ -185,10 +168,20 @@ class ResourceReader {
     placeholders_.emplace_back();
     CollectPlaceholders(Value(path), placeholders_.back());
     for (const char* key : {"params", "headers", "body"}) {
-      if (const Value* value = merged.Find(key)) CollectPlaceholders(*value, placeholders_.back());
+      if (const Value* value = reader.Find(key)) CollectPlaceholders(*value, placeholders_.back());
     }
     if (!reader.status().ok()) Violation(index, "", reader.status().message());
     analysis_.resources.push_back(std::move(spec));
+  }
+
+  void ReadActions(size_t index, OptionReader& reader, ResourceSpec& spec) {
+    auto actions = ResponseActionsOf(reader.Find("response_actions"));
+    if (!actions) {
+      Violation(index, "response_actions", actions.error().message());
+      return;
+    }
+    spec.response_actions = std::move(*actions);
+    CheckActions(index, spec.response_actions);
   }
 
   // `python` goes with `action: python`, and only there.
@@ -202,8 +195,8 @@ class ResourceReader {
     }
   }
 
-  void ReadPaging(size_t index, const Value& merged, ResourceSpec& spec) {
-    auto pagination = PaginationOf(merged.Find("pagination"));
+  void ReadPaging(size_t index, OptionReader& reader, ResourceSpec& spec) {
+    auto pagination = PaginationOf(reader.Object("pagination"));
     if (!pagination) {
       Violation(index, "pagination", pagination.error().message());
       return;
@@ -215,13 +208,13 @@ class ResourceReader {
     }
     bool bounded = !paging.has_more_path.empty() || !paging.total_path.empty() ||
                    paging.maximum_page || paging.maximum_offset;
-    if (!paging.stop_after_empty_page && !bounded) {
+    if (paging.past_empty_pages && !bounded) {
       Violation(index, "pagination.stop_after_empty_page",
                 "false needs total_path, has_more_path or a maximum to end the paging");
     }
-    if (const Value* incremental = merged.Find("incremental");
-        incremental && incremental->is_map()) {
-      spec.endpoint.incremental = IncrementalOf(*incremental, source_);
+    if (reader.Find("incremental") != nullptr) {
+      spec.endpoint.incremental =
+          ResourceIncrementalOf(reader.Object("incremental"), source_cursor_field_);
       if (spec.endpoint.incremental->cursor_field.empty()) {
         Violation(index, "incremental.cursor_field",
                   "a resource's incremental block needs a cursor_field");
@@ -275,7 +268,8 @@ class ResourceReader {
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
   }
 
-  const Value& source_;
+  OptionReader source_;
+  std::string source_cursor_field_;
   Analysis analysis_;
   std::vector<std::vector<Placeholder>> placeholders_;
 };

@@ -35,7 +35,8 @@ struct ResourceSpec {
   std::vector<std::string> include_from_parent;
   /// Indexes of its children.
   std::vector<size_t> children;
-  int64_t parallel = 4;
+  /// Requests in flight at once (the `parallel` option).
+  int64_t parallel = 1;
   std::vector<ResponseAction> response_actions;
   /// The resource's own `auth` block, if any.
   std::optional<Value> auth;
