@@ -85,6 +85,20 @@ TEST(MonitorDatadogTest, UnixSocketHostAndTraceAgentVariables) {
   EXPECT_FALSE(bad_port);
 }
 
+TEST(MonitorDatadogTest, DataStreamsOnlyWhenTheVariableIsExactlyTrue) {
+  for (auto [value, expected] :
+       {std::pair<const char*, bool>{"true", true}, {"True", false}, {"1", false}, {"", false}}) {
+    FakeEnv() = {{"DD_DATA_STREAMS_ENABLED", value}};
+    auto options = ReadDatadogOptions(Config(R"({"datadog_agent_host":"h"})"), LookupFakeEnv);
+    ASSERT_TRUE(options);
+    EXPECT_EQ(options->data_streams, expected) << value;
+  }
+  FakeEnv().clear();
+  auto unset = ReadDatadogOptions(Config(R"({"datadog_agent_host":"h"})"), LookupFakeEnv);
+  ASSERT_TRUE(unset);
+  EXPECT_FALSE(unset->data_streams);
+}
+
 TEST(MonitorDatadogTest, StatsdLinesCarryTheOriginalNamesAndTags) {
   MetricTags base = Identity().BaseTags();
   MonitorEvent count{.kind = MonitorEvent::Kind::kCount,
