@@ -217,6 +217,11 @@ ErrorCode Consumer::Commit(const PartitionList& offsets) {
   return static_cast<ErrorCode>(rd_kafka_commit(handle_, offsets.get(), /*async=*/0));
 }
 
+ErrorCode Consumer::Committed(PartitionList& partitions, std::chrono::milliseconds timeout) {
+  return static_cast<ErrorCode>(
+      rd_kafka_committed(handle_, partitions.get(), static_cast<int>(timeout.count())));
+}
+
 void Consumer::Pause(std::string_view topic, int32_t partition) {
   PartitionList list(1);
   list.Add(topic, partition, kOffsetInvalid);
@@ -285,8 +290,8 @@ ErrorCode Producer::Produce(const std::string& topic, std::string_view key, std:
   rd_kafka_topic_t*& handle = topics_[topic];
   if (handle == nullptr) handle = rd_kafka_topic_new(handle_, topic.c_str(), nullptr);
   if (rd_kafka_produce(handle, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
-                       const_cast<char*>(value.data()), value.size(), key.data(), key.size(),
-                       opaque) != 0) {
+                       const_cast<char*>(value.data()), value.size(),
+                       key.empty() ? nullptr : key.data(), key.size(), opaque) != 0) {
     return static_cast<ErrorCode>(rd_kafka_last_error());
   }
   return ErrorCode::kNoError;

@@ -123,6 +123,9 @@ class Consumer final : public Client {
   ErrorCode Assign(const PartitionList& partitions);
   /// Commits `offsets` (the next offset to read of each partition) synchronously.
   ErrorCode Commit(const PartitionList& offsets);
+  /// Fills in the group's committed offset of each of `partitions` (kOffsetInvalid where the
+  /// group has none).
+  ErrorCode Committed(PartitionList& partitions, std::chrono::milliseconds timeout);
   /// Stops fetching `topic`'s `partition` (what arrives after the pause is not returned).
   void Pause(std::string_view topic, int32_t partition);
 
@@ -154,7 +157,8 @@ class Producer final : public Client {
   ~Producer() override;
 
   void ServeEvents() override;
-  /// Queues a message for `topic`; kQueueFull when the local queue is full (Poll and retry).
+  /// Queues a message for `topic` (an empty `key`: none); kQueueFull when the local queue is
+  /// full (Poll and retry).
   ErrorCode Produce(const std::string& topic, std::string_view key, std::string_view value,
                     void* opaque);
   /// Serves delivery reports and events for up to `timeout`.

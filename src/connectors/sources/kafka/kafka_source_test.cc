@@ -1,7 +1,6 @@
 #include "connectors/sources/kafka/kafka_source.h"
 
 #include <gtest/gtest.h>
-#include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "bizon/secret_mask.h"
+#include "kafka/client.h"
 #include "testing/test_servers.h"
 
 namespace bizon::kafka {
@@ -169,45 +169,50 @@ TEST(KafkaSourceTest, RejectsUnknownClientSettings) {
 }
 
 // Broker-backed: BIZON_KAFKA_BOOTSTRAP names the test broker (scripts/test-servers.sh).
-rd_kafka_t* NewClient(rd_kafka_type_t type, const std::string& bootstrap,
-                      const std::string& group = "") {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char error[256];
-  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), error, sizeof(error));
-  if (!group.empty()) rd_kafka_conf_set(conf, "group.id", group.c_str(), error, sizeof(error));
-  return rd_kafka_new(type, conf, error, sizeof(error));
+class QuietEvents final : public ClientEvents {
+ public:
+  void OnError(ErrorCode, std::string) override {}
+  void OnLog(int, std::string_view, std::string) override {}
+};
+
+ClientConfig NewConfig(const std::string& bootstrap, const std::string& group = "") {
+  ClientConfig config;
+  EXPECT_TRUE(config.Set("bootstrap.servers", bootstrap).ok());
+  if (!group.empty()) {
+    EXPECT_TRUE(config.Set("group.id", group).ok());
+  }
+  return config;
+}
+
+void CountDelivery(void* opaque, ErrorCode error) {
+  if (error == ErrorCode::kNoError) ++*static_cast<int*>(opaque);
 }
 
 /// Produces `count` messages to `topic` (created by the broker on first use, one partition).
 void Produce(const std::string& bootstrap, const std::string& topic, int count) {
-  rd_kafka_t* producer = NewClient(RD_KAFKA_PRODUCER, bootstrap);
-  ASSERT_NE(producer, nullptr);
-  rd_kafka_topic_t* handle = rd_kafka_topic_new(producer, topic.c_str(), nullptr);
+  QuietEvents events;
+  auto producer = Producer::Open(NewConfig(bootstrap), events, CountDelivery);
+  ASSERT_TRUE(producer.has_value()) << producer.error().message();
+  int delivered = 0;
   for (int i = 0; i < count; ++i) {
     std::string value = "{\"n\": " + std::to_string(i) + "}";
-    EXPECT_EQ(rd_kafka_produce(handle, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value.data(),
-                               value.size(), nullptr, 0, nullptr),
-              0);
+    EXPECT_EQ((*producer)->Produce(topic, "", value, &delivered), ErrorCode::kNoError);
   }
-  EXPECT_EQ(rd_kafka_flush(producer, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
-  rd_kafka_topic_destroy(handle);
-  rd_kafka_destroy(producer);
+  EXPECT_EQ((*producer)->Flush(std::chrono::seconds(30)), ErrorCode::kNoError);
+  EXPECT_EQ(delivered, count);
 }
 
-/// The group's committed offset of partition 0 (RD_KAFKA_OFFSET_INVALID when none).
+/// The group's committed offset of partition 0 (kOffsetInvalid when none).
 int64_t CommittedOffset(const std::string& bootstrap, const std::string& group,
                         const std::string& topic) {
-  rd_kafka_t* reader = NewClient(RD_KAFKA_CONSUMER, bootstrap, group);
-  rd_kafka_topic_partition_list_t* partitions = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(partitions, topic.c_str(), 0);
-  int64_t offset = -2;  // Neither a real offset nor RD_KAFKA_OFFSET_INVALID: the call failed.
-  if (rd_kafka_committed(reader, partitions, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    offset = partitions->elems[0].offset;
-  }
-  rd_kafka_topic_partition_list_destroy(partitions);
-  rd_kafka_consumer_close(reader);
-  rd_kafka_destroy(reader);
-  return offset;
+  QuietEvents events;
+  auto reader = Consumer::Open(NewConfig(bootstrap, group), events, /*subscribe=*/false);
+  if (!reader) return -2;
+  PartitionList partitions(1);
+  partitions.Add(topic, 0, kOffsetInvalid);
+  // Neither a real offset nor kOffsetInvalid: the call failed.
+  if ((*reader)->Committed(partitions, std::chrono::seconds(10)) != ErrorCode::kNoError) return -2;
+  return partitions.at(0).offset;
 }
 
 TEST(KafkaSourceBrokerTest, ACursorAcknowledgedBeforeTheGroupAssignedItsPartitionsIsSentLater) {
@@ -237,7 +242,7 @@ TEST(KafkaSourceBrokerTest, ACursorAcknowledgedBeforeTheGroupAssignedItsPartitio
   // (a first join, or a rejoin after the consumer was recreated): nothing can be sent now...
   Value five(Value::Map{{topic, Value(Value::Map{{"0", Value(int64_t{5})}})}});
   ASSERT_TRUE(source.Commit(five).ok());
-  EXPECT_EQ(CommittedOffset(bootstrap, group, topic), RD_KAFKA_OFFSET_INVALID);
+  EXPECT_EQ(CommittedOffset(bootstrap, group, topic), kOffsetInvalid);
   Result<SourceIteration> first = source.Get(Value::EmptyMap());
   ASSERT_TRUE(first.has_value()) << first.error().message();
   EXPECT_EQ(first->records.size(), 10u);
