@@ -348,7 +348,7 @@ Result<PaginationSpec> PaginationOf(OptionReader block) {
     spec.page_param = block.String("page_param");
     spec.start_page = block.Integer("start_page");
     spec.page_size_param = TextIfSet(block, "page_size_param");
-    spec.page_size = IntegerIfSet(block, "page_size").value_or(0);
+    spec.page_size = IntegerIfSet(block, "page_size");
     spec.maximum_page = IntegerIfSet(block, "maximum_page");
   } else if (type == "cursor") {
     spec.type = PaginationSpec::Type::kCursor;

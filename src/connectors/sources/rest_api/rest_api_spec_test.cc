@@ -52,7 +52,7 @@ TEST(RestApiSpecTest, EachPaginationTypeTakesItsDeclaredDefaults) {
                                     "maximum_page": 9})");
   EXPECT_EQ(pages.page_param, "page");
   EXPECT_EQ(pages.start_page, 1);
-  EXPECT_EQ(pages.page_size, 0);
+  EXPECT_FALSE(pages.page_size.has_value());
   EXPECT_TRUE(pages.past_empty_pages);
   EXPECT_EQ(pages.maximum_page, 9);
 

@@ -87,8 +87,8 @@ HttpRequest PageRequest(const EndpointSpec& spec, const Value& pagination, const
     case PaginationSpec::Type::kPageNumber:
       position.page_number = pagination.GetInteger("page", paging.start_page);
       send(paging.page_param, Value(position.page_number));
-      if (!paging.page_size_param.empty() && paging.page_size > 0) {
-        send(paging.page_size_param, Value(paging.page_size));
+      if (!paging.page_size_param.empty() && paging.page_size) {
+        send(paging.page_size_param, Value(*paging.page_size));
       }
       break;
     case PaginationSpec::Type::kCursor: {
@@ -153,7 +153,7 @@ Result<bool> PageGoesOn(const PaginationSpec& paging, const JsonPage& page, int6
     // Pages are counted from start_page: the last is start_page + total - 1.
     return go_on && static_cast<double>(page_number - paging.start_page + 1) < *total_pages;
   }
-  if (paging.page_size > 0 && count < paging.page_size) return false;
+  if (paging.page_size && count < *paging.page_size) return false;
   return go_on;
 }
 

@@ -51,8 +51,8 @@ struct PaginationSpec {
   std::string page_param;
   int64_t start_page = 0;
   std::string page_size_param;
-  /// 0: no page size.
-  int64_t page_size = 0;
+  /// page_number: records per page, sent as page_size_param; a shorter page is the last.
+  std::optional<int64_t> page_size;
   /// page_number: the last page to ask for.
   std::optional<int64_t> maximum_page;
   /// offset: no page is asked for at or past this offset.
