@@ -55,6 +55,8 @@ phase "lint" scripts/lint.sh build/dev || status=1
 # GoogleTest, 4 at a time (CMakePresets.json): most of a test's time is the start of a sanitized
 # process, and a test stuck past 300 s fails instead of holding up the run.
 phase "unit tests (ctest)" ctest --preset dev || status=1
+# The core alone (every optional family OFF): its build, unit tests, link line and refusals.
+phase "core build (minimal)" tests/minimal/test_minimal_build.sh || status=1
 # The end-to-end suite in two passes: first every test that shares the servers safely, on
 # BIZON_TEST_WORKERS pytest-xdist workers (default 3; the BigQuery emulator's tests take turns on
 # one of them, tests/e2e/conftest.py), then the `serial` ones (they restart a server, or bound a

@@ -120,6 +120,7 @@ Result<LoadedConfig> LoadPipelineConfig(const std::string& path,
   NormalizeForConnectors(declaration.registry, raw);
   ApplyStreamsToDestinationSchemas(raw);
   ValidationResult result = ValidateConfig(raw, PipelineSpec(declaration, custom_source_name));
+  ExplainUnbuiltConnectors(declaration.registry, raw, result);
   // --reset is applied after validation: it is the supported way to ask for a reset, so it must
   // not draw the deprecation warning meant for `source.reset` in the file.
   if (options.reset && result.normalized.Find("source") != nullptr) {

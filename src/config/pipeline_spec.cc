@@ -117,10 +117,9 @@ FieldSpec DestinationField(const ConnectorRegistry& registry) {
          .description = descriptor->description,
          .fields = {Option::String("name").Required(),
                     Option::String("alias",
-                                   "The original's name for the destination's "
-                                   "system type in metrics.")
-                        .Default(descriptor->alias)
-                        .NoEffect("metrics name the destination by its `name`"),
+                                   "The destination's system type in Datadog data-streams "
+                                   "produce checkpoints (DD_DATA_STREAMS_ENABLED=true).")
+                        .Default(descriptor->alias),
                     Option::Object("config", std::move(config_fields), "Destination settings.")
                         .Required()
                         .OnUnknownKeys(descriptor->config.unknown_keys)},
@@ -432,15 +431,18 @@ void CheckUnnestSchemas(const Value& raw, ValidationResult& result) {
   }
 }
 
-/// A connector of a family this binary was built without: refused at its name, with the option
-/// that builds it (besides the list of names the spec knows).
-void CheckBuiltConnectors(const ConnectorRegistry& registry, const Value& raw,
-                          ValidationResult& result) {
+}  // namespace
+
+void ExplainUnbuiltConnectors(const ConnectorRegistry& registry, const Value& raw,
+                              ValidationResult& result) {
   for (std::string_view path : {"source.name", "destination.name"}) {
     const Value* name = raw.FindPath(path);
     if (name == nullptr || !name->is_string()) continue;
     std::string_view family = registry.UnbuiltFamily(name->AsString());
     if (family.empty()) continue;
+    std::erase_if(result.diagnostics, [&](const Diagnostic& diagnostic) {
+      return diagnostic.severity == Diagnostic::Severity::kError && diagnostic.yaml_path == path;
+    });
     std::string kind(path.substr(0, path.find('.')));
     AddAtPath(raw, Diagnostic::Severity::kError, std::string(path),
               NotBuiltError(fmt::format("the '{}' {}", name->AsString(), kind), family).message(),
@@ -448,12 +450,9 @@ void CheckBuiltConnectors(const ConnectorRegistry& registry, const Value& raw,
   }
 }
 
-}  // namespace
-
 void CheckPipelineRules(const PipelineDeclaration& declaration, const Value& raw,
                         ValidationResult& result) {
   const ConnectorRegistry& registry = declaration.registry;
-  CheckBuiltConnectors(registry, raw, result);
   CheckStaticDestinationIds(registry, raw, result);
   CheckDestinationRules(registry, raw, result);
   const Value& config = result.normalized;

@@ -38,6 +38,12 @@ FieldSpec PipelineSpec(const PipelineDeclaration& declaration,
 /// Before validation: each connector named by the raw config completes it (normalize_config).
 void NormalizeForConnectors(const ConnectorRegistry& registry, Value& raw);
 
+/// After validation: a source or destination of a family this binary was built without (its
+/// CMake option OFF) is named at its line with the option that builds it, instead of the list of
+/// names the spec knows.
+void ExplainUnbuiltConnectors(const ConnectorRegistry& registry, const Value& raw,
+                              ValidationResult& result);
+
 /// Rules that span several keys (streams need stream mode, unnest needs record_schemas, ...),
 /// then the connectors' and the sections' own. Runs on the normalized config; `raw` gives line
 /// numbers.

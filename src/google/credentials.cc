@@ -423,4 +423,24 @@ Result<bool> GoogleAuthenticator::RefreshAfterUnauthorized() {
   return true;
 }
 
+FieldSpec GoogleAuthenticationField() {
+  return {
+      .name = "authentication",
+      .type = FieldType::kObject,
+      .description = "Google credentials; without them Application Default Credentials are used.",
+      .fields =
+          {
+              {.name = "service_account_key",
+               .type = FieldType::kString,
+               .description = "Service-account key file content (JSON text); empty means "
+                              "Application Default Credentials.",
+               .nullable = false,
+               .default_value = "",
+               .secret = true},
+          },
+      // The original drops unknown keys here without a word.
+      .unknown_keys = UnknownKeys::kWarn,
+  };
+}
+
 }  // namespace bizon

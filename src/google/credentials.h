@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bizon/config_spec.h"
 #include "bizon/status.h"
 #include "bizon/value.h"
 #include "http/authenticator.h"
@@ -129,6 +130,10 @@ Result<std::shared_ptr<GoogleCredentials>> MakeGoogleCredentials(
 
 /// Credentials that send no token (emulators).
 std::shared_ptr<GoogleCredentials> MakeAnonymousGoogleCredentials();
+
+/// The `authentication` option block of a connector that calls Google (the bigquery destinations,
+/// gcs): a service-account key, else Application Default Credentials.
+FieldSpec GoogleAuthenticationField();
 
 /// The HTTP toolkit's Authenticator over Google credentials: `Authorization: Bearer <token>`,
 /// renewed before expiry and once after a 401. Anonymous credentials add nothing.

@@ -110,9 +110,10 @@ NO_EFFECT = {
                     "SQLAlchemy engine to echo"],
     "queue_poll": ["engine.queue.config.consumer.poll_interval: 'poll_interval' has no effect: "
                    "the consumer wakes as soon as a message arrives"],
-    "destination_alias": ["destination.alias: 'alias' has no effect: metrics name the "
-                          "destination by its `name`"],
 }
+# case -> the key the original reads and ours reads too, so both accept it without a word:
+# `destination.alias` names the destination in Datadog data-streams produce checkpoints.
+SAME = {"destination_alias": "destination.alias"}
 
 ORIGINAL_VERDICTS = """
 import json, os, sys
@@ -133,7 +134,7 @@ json.dump(verdicts, open(sys.argv[2], "w"))
 def cases(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("compat_configs")
     paths = {}
-    for case in [*ACCEPTED, *REFUSED, *NO_EFFECT, *REFUSED_HERE]:
+    for case in [*ACCEPTED, *REFUSED, *NO_EFFECT, *REFUSED_HERE, *SAME]:
         folder = root / case
         folder.mkdir()
         path = folder / "config.yml"
@@ -186,6 +187,15 @@ def test_a_key_without_effect_here_is_accepted_with_a_warning_naming_it(bizon, c
     for expected in NO_EFFECT[case]:
         assert any(expected in line and line.startswith("warning: ") for line in warnings), (
             expected, result.stderr)
+
+
+@pytest.mark.parametrize("case", sorted(SAME))
+def test_a_key_with_its_effect_here_is_accepted_without_a_warning(bizon, cases, original_verdicts,
+                                                                  case):
+    assert original_verdicts[case] == "accepted"
+    result = bizon.run("config", "validate", cases[case], check=0)
+    assert SAME[case] not in result.stderr, result.stderr
+    bizon.run("config", "validate", cases[case], "--strict", check=0)
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED_HERE))

@@ -8,6 +8,7 @@
 
 #include "bizon/value.h"
 #include "common/write_disposition.h"
+#include "google/credentials.h"
 
 namespace bizon {
 namespace {
@@ -188,25 +189,7 @@ FieldSpec BigqueryTablePrefixField() {
   };
 }
 
-FieldSpec BigqueryAuthenticationField() {
-  return {
-      .name = "authentication",
-      .type = FieldType::kObject,
-      .description = "Google credentials; without them Application Default Credentials are used.",
-      .fields =
-          {
-              {.name = "service_account_key",
-               .type = FieldType::kString,
-               .description = "Service-account key file content (JSON text); empty means "
-                              "Application Default Credentials.",
-               .nullable = false,
-               .default_value = "",
-               .secret = true},
-          },
-      // The original drops unknown keys here without a word.
-      .unknown_keys = UnknownKeys::kWarn,
-  };
-}
+FieldSpec BigqueryAuthenticationField() { return GoogleAuthenticationField(); }
 
 FieldSpec BigqueryMaxRowsPerRequestField() {
   return {

@@ -2,7 +2,6 @@
 // (PartsDestination over ObjectPartStore). They differ only in how the ObjectStore is made.
 #include <fmt/format.h>
 
-#include "connectors/destinations/bigquery_common/bigquery_config_fields.h"
 #include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/object_store/gcs_object_store.h"
 #include "connectors/destinations/object_store/object_part_store.h"
@@ -71,7 +70,7 @@ Result<std::unique_ptr<Destination>> MakeObjectStoreDestination(const Destinatio
 
 std::vector<FieldSpec> GcsFields() {
   std::vector<FieldSpec> fields = BucketFields("Cloud Storage");
-  fields.push_back(BigqueryAuthenticationField());
+  fields.push_back(GoogleAuthenticationField());
   return fields;
 }
 

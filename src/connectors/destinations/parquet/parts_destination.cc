@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "bizon/build_features.h"
+#include "common/connector_families.h"
 #include "connectors/destinations/destination_options.h"
 #include "connectors/destinations/destination_record.h"
 #include "connectors/destinations/parquet/ndjson_part_writer.h"
@@ -222,9 +224,14 @@ Result<std::unique_ptr<PartWriter>> PartsDestination::MakeWriter(
     }
     return std::unique_ptr<PartWriter>(std::make_unique<NdjsonPartWriter>(std::move(names)));
   }
+#if BIZON_WITH_DUCKDB
   BIZON_ASSIGN_OR_RETURN(std::unique_ptr<ParquetPartWriter> writer,
                          ParquetPartWriter::Make(std::move(columns), options_.compression));
   return std::unique_ptr<PartWriter>(std::move(writer));
+#else
+  return Fail(NotBuiltError(
+      fmt::format("{}: format: parquet (DuckDB writes Parquet files)", options_.label), "duckdb"));
+#endif
 }
 
 Result<PartsDestination::Table*> PartsDestination::WriterFor(std::string_view id) {

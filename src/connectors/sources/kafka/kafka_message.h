@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bizon/status.h"
+#include "common/utf8.h"
 
 namespace bizon::kafka {
 
@@ -48,10 +49,9 @@ struct JsonCheck {
 /// building it. Assumes valid UTF-8 (see RepairUtf8).
 JsonCheck CheckJson(std::string_view text);
 
-/// Whether `text` is valid UTF-8; ASCII is checked eight bytes at a time.
-bool IsValidUtf8(std::string_view text);
-/// `text` with every invalid UTF-8 sequence replaced by U+FFFD (Python's errors="replace").
-std::string RepairUtf8(std::string_view text);
+// Kafka's decoding checks and repairs UTF-8 with common/utf8.h.
+using ::bizon::IsValidUtf8;
+using ::bizon::RepairUtf8;
 
 /// Replaces each \uXXXX escape of a lone surrogate by \ufffd; valid pairs are kept.
 std::string ReplaceLoneSurrogates(std::string_view text);

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "bizon/value.h"
-#include "connectors/sources/kafka/kafka_message.h"
+#include "common/utf8.h"
 #include "http/http_session.h"
 
 namespace bizon {
@@ -201,7 +201,7 @@ Status ForEachCsvRecord(std::string_view csv,
 
 Result<RecordBatch> SanaReportRecords(std::string_view csv, int64_t extracted_at_us) {
   if (csv.starts_with("\xEF\xBB\xBF")) csv.remove_prefix(3);
-  if (!kafka::IsValidUtf8(csv)) {
+  if (!IsValidUtf8(csv)) {
     return Fail(SourceError("the report's CSV is not valid UTF-8"));
   }
   RecordBatch records;
