@@ -9,9 +9,9 @@
 
 #include "bizon/backend.h"
 #include "bizon/destination.h"
-#include "engine/queue/channel.h"
 #include "engine/commit_loop.h"
 #include "engine/job.h"
+#include "engine/queue/channel.h"
 #include "engine/settings.h"
 
 namespace bizon {

@@ -11,8 +11,8 @@
 #include "bizon/backend.h"
 #include "bizon/source.h"
 #include "engine/acknowledgements.h"
-#include "engine/queue/channel.h"
 #include "engine/job.h"
+#include "engine/queue/channel.h"
 #include "engine/settings.h"
 
 namespace bizon {

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/queue/channel.h"
 #include "engine/queue/broker_frame.h"
+#include "engine/queue/channel.h"
 
 namespace bizon {
 
