@@ -8,6 +8,7 @@
 
 #include "bizon/config_spec.h"
 #include "bizon/registry.h"
+#include "common/destination_fields.h"
 #include "config/validator.h"
 
 namespace bizon {
@@ -26,8 +27,8 @@ struct PipelineDeclaration {
 
 /// Keys every source accepts (name, stream, sync_mode, ...), before a connector's own.
 std::vector<FieldSpec> CommonSourceFields();
-/// Keys every destination accepts under `destination.config` (buffer_size, ...).
-std::vector<FieldSpec> CommonDestinationFields();
+// Keys every destination accepts under `destination.config`: CommonDestinationFields(), in
+// common/destination_fields.h, where the destinations read them too.
 
 /// The root object: name, id, source, destination, transforms, engine, secrets, monitoring,
 /// alerting, streams. Source and destination are discriminated by `name` over the registry.

@@ -1,15 +1,18 @@
 #include "connectors/destinations/destination_options.h"
 
+#include "common/destination_fields.h"
+
 namespace bizon {
 
 CommonDestinationOptions ReadCommonDestinationOptions(const Value& config) {
-  CommonDestinationOptions options;
-  options.destination_id = config.GetString("destination_id");
-  // The struct's defaults, which are the declaration's (see the header).
-  options.unnest = config.GetBool("unnest", options.unnest);
-  options.max_concurrent_threads =
-      config.GetInteger("max_concurrent_threads", options.max_concurrent_threads);
-  return options;
+  OptionReader options(Option::Object("config", CommonDestinationFields()), config);
+  CommonDestinationOptions common;
+  common.destination_id = StringOrEmpty(options, "destination_id");
+  common.unnest = options.Boolean("unnest");
+  common.max_concurrent_threads = options.Integer("max_concurrent_threads");
+  // A reader of an undeclared key is a bug of this file, caught by its tests.
+  options.status().IgnoreError();
+  return common;
 }
 
 Result<TableOptions> ReadTableOptions(const FieldSpec& declaration, const Value& config) {

@@ -12,17 +12,15 @@
 
 namespace bizon {
 
-/// The common block's keys a destination reads. They are declared, with the block's other keys,
-/// by config's CommonDestinationFields (config/pipeline_spec.h), which the connectors module
-/// cannot include: a validated `destination.config` holds each of them, and the defaults here,
-/// that declaration's, serve the blocks that were never validated (tests, values built in code).
+/// The common block's keys a destination reads, against their declaration
+/// (CommonDestinationFields, common/destination_fields.h), which holds their defaults.
 struct CommonDestinationOptions {
   /// `destination_id`: the default table or file; empty when unset.
   std::string destination_id;
   /// `unnest`: write the record_schemas columns instead of the raw record.
-  bool unnest = false;
+  bool unnest{};
   /// `max_concurrent_threads`: parallel writes, at least 1.
-  int64_t max_concurrent_threads = 10;
+  int64_t max_concurrent_threads{};
 };
 
 /// Reads the common keys of a `destination.config` block.
