@@ -29,12 +29,11 @@ export ASAN_SYMBOLIZER_PATH="${symbolizer}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-status=0
-mkdir -p build/fuzz/findings
-for target in "${targets[@]}"; do
-  work="build/fuzz/corpus/$target"
+# One target per core at a time: each libFuzzer process is single-threaded, so on N cores N
+# targets run side by side and each still gets its full time.
+run_target() {
+  local target="$1" work="build/fuzz/corpus/$1" run_start=$SECONDS
   mkdir -p "$work"
-  run_start=$SECONDS
   # -timeout: one input taking seconds is a finding too (the decoders run per message).
   # -rss_limit_mb: also the largest single allocation allowed (malloc_limit_mb defaults to it).
   if "build/fuzz/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
@@ -44,9 +43,26 @@ for target in "${targets[@]}"; do
       "$(grep -o 'stat::number_of_executed_units: [0-9]*' "build/fuzz/$target.log" | \
         awk '{print $2}') inputs"
   else
-    status=1
     echo "fuzz: $target FAILED after $((SECONDS - run_start)) s (build/fuzz/$target.log):"
     grep -E "ERROR|SUMMARY|runtime error|Test unit written" "build/fuzz/$target.log" | head -n 10
+    return 1
   fi
+}
+
+status=0
+mkdir -p build/fuzz/findings
+slots="$(nproc)"
+running=0
+for target in "${targets[@]}"; do
+  if ((running >= slots)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  run_target "$target" &
+  running=$((running + 1))
+done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

@@ -23,6 +23,8 @@ build_packages=(
   python3-pip python3-venv
 )
 test_packages=(
+  # The dev preset's compiler: clang 19 and its sanitizer runtimes (scripts/test.sh builds it).
+  clang-19 libclang-rt-19-dev
   postgresql rabbitmq-server python3-venv time
   # The Kafka test broker: Apache's jars, fetched once by Maven, run on Java 17.
   maven openjdk-17-jre-headless
@@ -36,7 +38,7 @@ fuzz_packages=(clang-19 libclang-rt-19-dev)
 
 # scripts/lint.sh: clang-tidy 19 (the default 14 cannot parse <expected>, as above) and shellcheck;
 # the format check uses clang-format from the build packages.
-lint_packages=(clang-tidy-19 shellcheck)
+lint_packages=(shellcheck)
 
 # bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; psql's \copy the
 # COPY floor of the postgres case; GNU time.

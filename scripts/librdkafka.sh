@@ -7,6 +7,10 @@
 # deps/librdkafka), checked against its SHA-512 before it is unpacked. A second run with the same
 # pin finds the stamp and does nothing.
 #
+# The build is kept per machine, like an installed package, in the user's cache
+# (${XDG_CACHE_HOME:-~/.cache}/bizon/, named by version and checksum): a fresh clone copies it
+# in seconds instead of compiling librdkafka again. BIZON_NO_CACHE=1 builds from source anyway.
+#
 # Usage: scripts/librdkafka.sh [prefix]   (default: <repository>/build/third_party/librdkafka)
 set -euo pipefail
 
@@ -20,6 +24,16 @@ stamp="$prefix/.bizon-stamp"
 wanted_stamp="$package librdkafka $librdkafka_version $tarball_sha512"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted_stamp" ]]; then
+  exit 0
+fi
+cached="${XDG_CACHE_HOME:-$HOME/.cache}/bizon/librdkafka-$librdkafka_version-$(
+  printf '%s' "$wanted_stamp" | sha256sum | cut -c1-16)"
+if [[ "${BIZON_NO_CACHE:-}" != 1 && -f "$cached/.bizon-stamp" &&
+  "$(cat "$cached/.bizon-stamp")" == "$wanted_stamp" ]]; then
+  echo "librdkafka: $librdkafka_version from the machine's cache ($cached)"
+  rm -rf "$prefix"
+  mkdir -p "$(dirname "$prefix")"
+  cp -a "$cached" "$prefix"
   exit 0
 fi
 
@@ -56,3 +70,8 @@ cmake --build "$work/build" >"$work/build.log" 2>&1 \
 rm -rf "$prefix"
 cmake --install "$work/build" >/dev/null
 echo "$wanted_stamp" >"$stamp"
+if [[ "${BIZON_NO_CACHE:-}" != 1 ]]; then
+  rm -rf "$cached" "$cached.tmp"
+  mkdir -p "$(dirname "$cached")"
+  cp -a "$prefix" "$cached.tmp" && mv "$cached.tmp" "$cached"
+fi

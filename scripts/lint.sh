@@ -29,10 +29,17 @@ clang-format --dry-run --Werror "${cxx_files[@]}" || status=1
 echo "lint: shellcheck on ${#shell_files[@]} files"
 shellcheck -x "${shell_files[@]}" || status=1
 
-echo "lint: clang-tidy on ${#tidy_files[@]} files"
-jobs="$(nproc)"
-run-clang-tidy-19 -p "$build" -j "$jobs" -quiet -clang-tidy-binary clang-tidy-19 \
-  -warnings-as-errors='*' "${tidy_files[@]}" >"$build/clang-tidy.log" 2>&1 || status=1
+# clang-tidy from build/lint-venv (scripts/python-env.sh, pinned in scripts/lint-requirements.txt).
+tidy_bin="$root/build/lint-venv/bin"
+if [[ ! -x "$tidy_bin/clang-tidy" ]]; then
+  echo "lint: $tidy_bin/clang-tidy is missing: run scripts/python-env.sh" >&2
+  exit 2
+fi
+echo "lint: $("$tidy_bin/clang-tidy" --version | grep -o 'LLVM version [0-9.]*') clang-tidy on" \
+  "${#tidy_files[@]} files"
+"$tidy_bin/python" "$tidy_bin/run-clang-tidy.py" -p "$build" -j "$(nproc)" -quiet \
+  -clang-tidy-binary "$tidy_bin/clang-tidy" -warnings-as-errors='*' "${tidy_files[@]}" \
+  >"$build/clang-tidy.log" 2>&1 || status=1
 # The findings only (run-clang-tidy also echoes each command and clang's warning counts).
 grep -E '(warning|error):' "$build/clang-tidy.log" | sort -u || true
 if [[ $status -ne 0 ]]; then

@@ -28,10 +28,24 @@ timing_table() {
 trap timing_table EXIT
 
 phase "install" scripts/install-deps.sh --with-test-servers --with-fuzz --with-lint
+# The tests' virtualenvs (the harness, the original bizon, the BigQuery and GCS emulators; no-ops
+# when up to date) fill from PyPI while the build compiles: they wait on the network, the build
+# on the CPU. Their output is shown only if they fail.
+envs_log="$(mktemp)"
+(scripts/python-env.sh && scripts/emulators-env.sh) >"$envs_log" 2>&1 &
+envs_pid=$!
+trap 'kill "$envs_pid" 2>/dev/null || true; timing_table' EXIT
+# Called through `phase` below, which shellcheck 0.9 does not count as a call (SC2317).
+# shellcheck disable=SC2317
+wait_for_environments() {
+  local outcome=0
+  wait "$envs_pid" || outcome=$?
+  if ((outcome != 0)); then cat "$envs_log" >&2; fi
+  rm -f "$envs_log"
+  return "$outcome"
+}
 phase "build (dev)" scripts/build.sh dev
-phase "python environments" scripts/python-env.sh
-# The BigQuery and GCS emulators' virtualenv (a no-op when it is up to date).
-phase "emulators environment" scripts/emulators-env.sh
+phase "python environments" wait_for_environments
 
 # intercept_tls_get_addr=0: with glibc 2.36, GCC 12's LeakSanitizer can record a dlopen'ed
 # module's dynamic TLS block (a Python extension's, such as pydantic-core's) at a bogus address
@@ -55,8 +69,9 @@ phase "lint" scripts/lint.sh build/dev || status=1
 # GoogleTest, 4 at a time (CMakePresets.json): most of a test's time is the start of a sanitized
 # process, and a test stuck past 300 s fails instead of holding up the run.
 phase "unit tests (ctest)" ctest --preset dev || status=1
-# The core alone (every optional family OFF): its build, unit tests, link line and refusals.
-phase "core build (minimal)" tests/minimal/test_minimal_build.sh || status=1
+# The core alone (every optional family OFF), with g++: its build, unit tests, link line and
+# refusals; then g++'s warnings on every other source.
+phase "core build (minimal, g++)" tests/minimal/test_minimal_build.sh || status=1
 # The end-to-end suite in two passes: first every test that shares the servers safely, on
 # BIZON_TEST_WORKERS pytest-xdist workers (default 3; the BigQuery emulator's tests take turns on
 # one of them, tests/e2e/conftest.py), then the `serial` ones (they restart a server, or bound a

@@ -136,6 +136,9 @@ class Backend {
   virtual Result<std::optional<StreamJob>> GetStreamJobById(std::string_view job_id) = 0;
   /// The newest job in status `running` for the key.
   virtual Result<std::optional<StreamJob>> GetRunningStreamJob(const StreamKey& key) = 0;
+  /// The newest job still in status `started` for the key: a run creates its job `started` and
+  /// marks it `running` next, so one left `started` was created by a run stopped in between.
+  virtual Result<std::optional<StreamJob>> GetStartedStreamJob(const StreamKey& key) = 0;
   /// The newest job in status `succeeded` for the key, by created_at.
   virtual Result<std::optional<StreamJob>> GetLastSuccessfulStreamJob(const StreamKey& key) = 0;
 

@@ -155,7 +155,11 @@ inline std::unexpected<Status> Fail(Status status) { return std::unexpected(std:
 /// functions returning Status or Result<U>.
 #define BIZON_ASSIGN_OR_RETURN(lhs, expr) \
   BIZON_ASSIGN_OR_RETURN_IMPL_(BIZON_CONCAT_(bizon_result_, __LINE__), lhs, expr)
+// `result` names the variable declared and `lhs` is a declaration (`auto x`): neither can be put
+// in parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define BIZON_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr)                     \
   auto result = (expr);                                                     \
   if (!result.has_value()) return ::bizon::Fail(std::move(result).error()); \
   lhs = std::move(result).value()
+// NOLINTEND(bugprone-macro-parentheses)

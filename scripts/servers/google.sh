@@ -13,14 +13,25 @@
 #   to download them into the user's ~/.duckdb).
 # Neither checks credentials; both speak plaintext HTTP (and gRPC) only.
 #
+# BIZON_GOOGLE_INSTANCE=<n> (n >= 1) selects another pair of emulators, with state directories
+# gcs-<n> and bigquery-<n> and ports 100*n above the defaults: each pytest-xdist worker has its
+# own pair (tests/e2e/conftest_google.py), so no emulator ever serves two tests at once. `stop`
+# without it stops every pair.
+#
 # Sourced by scripts/test-servers.sh.
 # shellcheck source=SCRIPTDIR/common.sh
 source "${BASH_SOURCE[0]%/*}/common.sh"
 
 emulators_venv="${BIZON_EMULATORS_VENV:-$root/build/emulators-venv}"
-gcs_dir="$state_root/gcs"
+google_instance="${BIZON_GOOGLE_INSTANCE:-0}"
+[[ "$google_instance" =~ ^[0-9]+$ ]] ||
+  die "BIZON_GOOGLE_INSTANCE must be a number, got '$google_instance'"
+google_suffix=""
+((google_instance == 0)) || google_suffix="-$google_instance"
+google_port_offset=$((100 * google_instance))
+gcs_dir="$state_root/gcs$google_suffix"
 gcs_bucket=bizon-buffer
-bigquery_dir="$state_root/bigquery"
+bigquery_dir="$state_root/bigquery$google_suffix"
 bigquery_project=test-project
 
 emulators_env() {
@@ -71,10 +82,10 @@ gcs_start() {
   local port pid started
   port="$(gcs_port)"
   if [[ -z "$port" ]] || ! port_is_free "$port"; then
-    port="$(free_port_from "${BIZON_GCS_PORT:-29023}")"
+    port="$(free_port_from $((${BIZON_GCS_PORT:-29023} + google_port_offset)))"
     echo "$port" >"$gcs_dir/port"
   fi
-  log "gcs: starting gcp-storage-emulator on 127.0.0.1:$port"
+  log "gcs$google_suffix: starting gcp-storage-emulator on 127.0.0.1:$port"
   started=$(date +%s%N)
   # -d (an absolute path) goes before the subcommand. setsid + nohup: the emulator outlives this
   # script and holds none of its file descriptors.
@@ -88,15 +99,31 @@ gcs_start() {
 }
 
 gcs_stop() {
+  gcs_stop_this
+  if [[ -z "${BIZON_GOOGLE_INSTANCE:-}" ]]; then google_stop_instances gcs; fi
+}
+
+gcs_stop_this() {
   if gcs_running; then
-    terminate gcs "$(gcs_pid)"
+    terminate "gcs$google_suffix" "$(gcs_pid)"
   fi
   rm -f "$gcs_dir/gcs.pid"
 }
 
+# Stops the other pairs' $1 (gcs or bigquery): those the xdist workers started.
+google_stop_instances() {
+  local dir pid
+  for dir in "$state_root/$1"-[0-9]*; do
+    [[ -d "$dir" ]] || continue
+    pid="$(cat "$dir/$1.pid" 2>/dev/null || echo "")"
+    if pid_runs "$pid" "$dir/data"; then terminate "${dir##*/}" "$pid"; fi
+    rm -f "$dir/$1.pid"
+  done
+}
+
 # An outage: the process stops and starts again on the same port; stored objects stay.
 gcs_restart() {
-  gcs_stop
+  gcs_stop_this
   gcs_start
 }
 
@@ -125,12 +152,12 @@ bigquery_start() {
   port="$(bigquery_setting port)"
   grpc_port="$(bigquery_setting grpc_port)"
   if [[ -z "$port" || -z "$grpc_port" ]] || ! port_is_free "$port" || ! port_is_free "$grpc_port"; then
-    port="$(free_port_from "${BIZON_BIGQUERY_PORT:-29050}")"
+    port="$(free_port_from $((${BIZON_BIGQUERY_PORT:-29050} + google_port_offset)))"
     grpc_port="$(free_port_from $((port + 10)))"
     echo "$port" >"$bigquery_dir/port"
     echo "$grpc_port" >"$bigquery_dir/grpc_port"
   fi
-  log "bigquery: starting bqemulator on 127.0.0.1:$port (gRPC $grpc_port)"
+  log "bigquery$google_suffix: starting bqemulator on 127.0.0.1:$port (gRPC $grpc_port)"
   started=$(date +%s%N)
   # Through scripts/servers/bqemulator_serialized.py: bqemulator itself can deadlock when a REST
   # request and a Storage Write append reach its DuckDB connection at once (see that file).
@@ -147,8 +174,13 @@ bigquery_start() {
 }
 
 bigquery_stop() {
+  bigquery_stop_this
+  if [[ -z "${BIZON_GOOGLE_INSTANCE:-}" ]]; then google_stop_instances bigquery; fi
+}
+
+bigquery_stop_this() {
   if bigquery_running; then
-    terminate bigquery "$(bigquery_pid)"
+    terminate "bigquery$google_suffix" "$(bigquery_pid)"
   fi
   rm -f "$bigquery_dir/bigquery.pid"
 }
@@ -156,7 +188,7 @@ bigquery_stop() {
 # An outage: the process stops (its ports are free once it has exited) and starts again on the
 # same ports with the same DuckDB file.
 bigquery_restart() {
-  bigquery_stop
+  bigquery_stop_this
   bigquery_start
 }
 

@@ -46,6 +46,8 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   std::string copy(text);
   int consumed = 0;
+  // Each field has a width of at most four digits, so none can overflow an int.
+  // NOLINTNEXTLINE(bugprone-unchecked-string-to-number-conversion)
   if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%*1[T ]%2d:%2d:%2d%n", &year, &month, &day, &hour,
                   &minute, &second, &consumed) < 6) {
     return Fail(

@@ -88,7 +88,7 @@ __attribute__((target("avx512f,avx512bw"))) size_t FindNonAsciiAvx512(std::strin
   return text.size();
 }
 
-bool CpuHasAvx512bw() {
+bool CpuHasAvx512bw() noexcept {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }

@@ -23,9 +23,12 @@
 
 #include "bizon/status.h"
 
+// DuckDB's own handle types, declared so that duckdb.h stays out of this header.
+// NOLINTBEGIN(bugprone-reserved-identifier,readability-identifier-naming)
 struct _duckdb_database;
 struct _duckdb_connection;
 struct _duckdb_appender;
+// NOLINTEND(bugprone-reserved-identifier,readability-identifier-naming)
 
 namespace bizon {
 

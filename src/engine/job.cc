@@ -101,9 +101,12 @@ namespace {
 
 /// The running job of `key`, if any. Fails when a live process on this host owns it and this
 /// process does not hold the run lock (pids are recycled: with the lock, the owner is gone).
+/// A job still `started` counts as running: a run stopped between creating its job and marking
+/// it running left it, and resuming it (it has no cursor yet) leaves no job behind unfinished.
 Result<std::optional<StreamJob>> RunningJob(Backend& backend, const StreamKey& key,
                                             const std::string& label, bool holds_run_lock) {
   auto running = backend.GetRunningStreamJob(key);
+  if (running && !*running) running = backend.GetStartedStreamJob(key);
   if (!running) return Fail(Backendify(running.error()));
   if (*running && !holds_run_lock && OwnerIsAlive((*running)->owner)) {
     return Fail(Status(StatusCode::kFailedPrecondition,

@@ -99,6 +99,19 @@ TEST_F(InitJobTest, AnInterruptedIncrementalJobResumesAfterItsLastCursor) {
   EXPECT_EQ(ValueOrDie(backend().GetStreamJobById(old.id))->owner, CurrentOwner());
 }
 
+// A run killed between creating its job (`started`) and marking it running: the next run takes
+// that job over instead of leaving it `started` for ever beside a new one.
+TEST_F(InitJobTest, AJobLeftStartedByAKilledRunIsResumedNotLeftBehind) {
+  StreamJob left = ValueOrDie(backend().CreateStreamJob(kKey, "incremental", 30, kGoneOwner));
+  JobPlan plan = Init(SyncMode::kIncremental);
+  EXPECT_TRUE(plan.resumed);
+  EXPECT_EQ(plan.job.id, left.id);
+  EXPECT_EQ(plan.start_iteration, 0);
+  EXPECT_EQ(plan.rows_already_written, 0);
+  EXPECT_EQ(StatusOf(left.id), JobStatus::kRunning);
+  EXPECT_FALSE(ValueOrDie(backend().GetStartedStreamJob(kKey)).has_value());
+}
+
 TEST_F(InitJobTest, AResumedJobWithoutCursorsStartsAtTheBeginning) {
   StreamJob old = Running(SyncMode::kStream);
   JobPlan plan = Init(SyncMode::kStream);

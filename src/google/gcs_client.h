@@ -52,7 +52,7 @@ inline constexpr std::string_view kGcsProductionEndpoint = "https://storage.goog
 inline constexpr std::string_view kGcsReadWriteScope =
     "https://www.googleapis.com/auth/devstorage.read_write";
 /// Resumable chunks (all but the last) must be multiples of this many bytes.
-inline constexpr int64_t kGcsChunkQuantum = 256 * 1024;
+inline constexpr int64_t kGcsChunkQuantum = int64_t{256} * 1024;
 
 struct GcsObject {
   std::string bucket;
@@ -115,9 +115,9 @@ struct GcsClientOptions {
   /// scheme://host[:port]; empty: STORAGE_EMULATOR_HOST, else production.
   std::string endpoint;
   /// Uploads of at least this many bytes are resumable.
-  int64_t resumable_threshold = 8 * 1024 * 1024;
+  int64_t resumable_threshold = int64_t{8} * 1024 * 1024;
   /// Bytes per resumable chunk, a multiple of kGcsChunkQuantum.
-  int64_t chunk_size = 8 * 1024 * 1024;
+  int64_t chunk_size = int64_t{8} * 1024 * 1024;
   /// Status queries (each followed by a continuation) one resumable upload may need.
   int max_resumes = 10;
   HttpTimeouts timeouts = {.connect_s = 10, .read_s = 120};

@@ -579,7 +579,7 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
   ondemand::document document;
   simdjson::padded_string_view view(body_.data(), length_, body_.size());
   simdjson::error_code error = Parser().iterate(view).get(document);
-  ondemand::json_type type{};
+  ondemand::json_type type = ondemand::json_type::null;
   if (!error) error = document.type().get(type);
   size_t count = 0;
   // The page is the list.
@@ -608,7 +608,7 @@ Result<std::string> JsonPage::DetectRecordSelector(size_t* array_length) const {
     std::string_view key;
     ondemand::value value;
     ondemand::array array;
-    ondemand::json_type field_type{};
+    ondemand::json_type field_type = ondemand::json_type::null;
     error = field.unescaped_key().get(key);
     if (error) return Fail(InvalidJson(simdjson::error_message(error)));
     std::string key_text(key);  // The key's bytes live in the parser's string buffer.

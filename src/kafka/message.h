@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-struct rd_kafka_message_s;
+struct rd_kafka_message_s;  // NOLINT(readability-identifier-naming): librdkafka's type
 
 namespace bizon::kafka {
 

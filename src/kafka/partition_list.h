@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+// NOLINTNEXTLINE(readability-identifier-naming): librdkafka's type
 struct rd_kafka_topic_partition_list_s;
 
 namespace bizon::kafka {

@@ -18,13 +18,20 @@
 #define BIZON_PYTHON_EXECUTABLE "/usr/bin/python3"
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+#define BIZON_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define BIZON_ADDRESS_SANITIZER 1
+#endif
+#endif
+
+#if defined(BIZON_ADDRESS_SANITIZER)
 // pydantic-core (Rust, from bizon's own site folder) keeps a few 80-byte buffers of its module
 // initialisation in statics that LeakSanitizer cannot see through. Suppressed by module name
 // only, for the dev preset: no env var needed, and our own leaks are still reported.
-extern "C" const char* __lsan_default_suppressions() {  // NOLINT(bugprone-reserved-identifier)
-  return "leak:_pydantic_core.cpython\n";
-}
+// NOLINTNEXTLINE(bugprone-reserved-identifier,readability-identifier-naming): LSan's hook.
+extern "C" const char* __lsan_default_suppressions() { return "leak:_pydantic_core.cpython\n"; }
 #endif
 
 namespace bizon::python {
@@ -164,7 +171,7 @@ Status StartInterpreter() {
     BIZON_ASSIGN_OR_RETURN(PythonPathPlan plan, PlanPythonPath());
     PyPreConfig preconfig;
     PyPreConfig_InitPythonConfig(&preconfig);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(BIZON_ADDRESS_SANITIZER)
     // Python's small-object allocator carves objects out of mmap'd arenas that LeakSanitizer
     // does not scan, so every dict or list they point to would be reported as leaked. Under
     // ASan (the dev preset) Python allocates with malloc instead: nothing to set for tests.

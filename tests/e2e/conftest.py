@@ -21,18 +21,6 @@ def pytest_configure(config):
         "scripts/test.sh runs these alone, after the parallel pass (-m serial)")
 
 
-# The BigQuery and GCS emulators are single shared processes (bqemulator over one DuckDB file)
-# that have stalled under several clients at once: the tests that talk to them form one xdist
-# group, so under `--dist loadgroup` they take turns on one worker.
-_GOOGLE_FIXTURES = {"google_emulators", "bigquery_emulator"}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if _GOOGLE_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("google-emulators"))
-
-
 @pytest.fixture(scope="session")
 def bizon_bin() -> Path:
     path = bizon_binary()

@@ -204,10 +204,22 @@ def _from_env(env) -> GoogleEmulators | None:
         bucket=env["BIZON_GCS_BUCKET"])
 
 
+def _worker_instance() -> int:
+    """The emulator pair of this pytest-xdist worker: gw0 (or no xdist) uses the pair the
+    environment names, gwN (N >= 1) a pair of its own, N (scripts/servers/google.sh), so that no
+    emulator serves two tests at once and the Google tests run on every worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    number = worker.removeprefix("gw")
+    if not worker.startswith("gw") or not number.isdigit() or number == "0":
+        return 0
+    os.environ["BIZON_GOOGLE_INSTANCE"] = number  # For run_servers, restarts included.
+    return int(number)
+
+
 @pytest.fixture(scope="session")
 def google_emulators() -> GoogleEmulators:
-    """Both emulators, started here when the environment names none."""
-    emulators = _from_env(os.environ)
+    """Both emulators: those the environment names, or started here (see _worker_instance)."""
+    emulators = _from_env(os.environ) if _worker_instance() == 0 else None
     if emulators is not None:
         return emulators
     if not os.path.exists("/usr/bin/python3"):
@@ -230,7 +242,7 @@ def bigquery_emulator() -> GoogleEmulators:
     """The BigQuery emulator alone (REST and the Storage Write API), for what needs no bucket;
     started here when the environment names none. Its storage_url and bucket are empty."""
     env = dict(os.environ)
-    if not all(env.get(name) for name in BIGQUERY_ENV_NAMES):
+    if _worker_instance() != 0 or not all(env.get(name) for name in BIGQUERY_ENV_NAMES):
         if not os.path.exists("/usr/bin/python3"):
             skip_or_fail("the BigQuery emulator needs python3 (scripts/emulators-env.sh)")
         env.update(run_servers("start", "bigquery", timeout=900))

@@ -204,7 +204,9 @@ def killed_stream_ends_exactly_once(bizon, bucket: Bucket, capsys, kills: int) -
 
 def killed_incremental_ends_exactly_once(bizon, bucket: Bucket, kills: int) -> None:
     count = 12_000
-    source = generator("incremental", count=count, page_size=50, sleep=0.01, interval_ms=0.01)
+    # 240 pages of 30 ms: a run must outlast the kills. A resumed run moves on by about the kill
+    # delay less the binary's start, so eight kills need several seconds of work to land in.
+    source = generator("incremental", count=count, page_size=50, sleep=0.03, interval_ms=0.01)
     config = bizon.write("p.yml", pipeline("os-kill-inc", source,
                                            bucket.destination(buffer_size=0.02)))
     landed = run_until_complete(bizon, config, random.Random(SEED + 1), kills=kills,

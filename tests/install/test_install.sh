@@ -9,8 +9,8 @@
 #
 #   tests/install/test_install.sh [build directory, default build/dev]
 #
-# scripts/test.sh runs it on the dev build (ASan + UBSan), so its .deb also depends on libasan8
-# and libubsan1; `cpack -G DEB` in build/release makes the package users get.
+# scripts/test.sh runs it on the dev build (clang, ASan + UBSan, whose runtimes are linked in);
+# `cpack -G DEB` in build/release makes the package users get.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"

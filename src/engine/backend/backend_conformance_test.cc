@@ -130,6 +130,24 @@ TEST_P(BackendConformanceTest, RunningJobLookupPicksTheNewest) {
   EXPECT_EQ(running->id, older.id);
 }
 
+TEST_P(BackendConformanceTest, StartedJobLookupFindsTheNewestNotYetRunning) {
+  EXPECT_FALSE(ValueOrDie(backend().GetStartedStreamJob(kKey)).has_value());
+  StreamJob older = NewJob();
+  StreamJob newer = NewJob();
+  StreamJob running = NewJob();
+  ASSERT_OK(backend().UpdateStreamJobStatus(running.id, JobStatus::kRunning, std::nullopt));
+  std::optional<StreamJob> started = ValueOrDie(backend().GetStartedStreamJob(kKey));
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(started->id, newer.id);
+  EXPECT_EQ(started->status, JobStatus::kStarted);
+  EXPECT_FALSE(ValueOrDie(backend().GetStartedStreamJob(kOtherKey)).has_value());
+
+  ASSERT_OK(backend().UpdateStreamJobStatus(newer.id, JobStatus::kCancelled, std::nullopt));
+  started = ValueOrDie(backend().GetStartedStreamJob(kKey));
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(started->id, older.id);
+}
+
 TEST_P(BackendConformanceTest, RunningJobTieOnCreatedAtGoesToTheLaterInsert) {
   StreamJob first = NewJob();
   StreamJob second = NewJob();

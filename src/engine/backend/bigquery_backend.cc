@@ -673,21 +673,26 @@ Result<std::optional<StreamJob>> BigQueryBackend::GetStreamJobById(std::string_v
   return QueryJob("WHERE id = @job_id", "read the stream job", {String("job_id", job_id)});
 }
 
-Result<std::optional<StreamJob>> BigQueryBackend::GetRunningStreamJob(const StreamKey& key) {
+Result<std::optional<StreamJob>> BigQueryBackend::NewestJobIn(const StreamKey& key,
+                                                              JobStatus status,
+                                                              std::string_view what) {
   std::vector<BigQueryParameter> params = KeyParams(key);
-  params.push_back(BigQueryParameter::String("status", std::string(ToString(JobStatus::kRunning))));
+  params.push_back(BigQueryParameter::String("status", std::string(ToString(status))));
   return QueryJob(
       fmt::format("{} AND status = @status ORDER BY created_at DESC, insert_order DESC", kWhereKey),
-      "read the running stream job", std::move(params));
+      what, std::move(params));
+}
+
+Result<std::optional<StreamJob>> BigQueryBackend::GetRunningStreamJob(const StreamKey& key) {
+  return NewestJobIn(key, JobStatus::kRunning, "read the running stream job");
+}
+
+Result<std::optional<StreamJob>> BigQueryBackend::GetStartedStreamJob(const StreamKey& key) {
+  return NewestJobIn(key, JobStatus::kStarted, "read the started stream job");
 }
 
 Result<std::optional<StreamJob>> BigQueryBackend::GetLastSuccessfulStreamJob(const StreamKey& key) {
-  std::vector<BigQueryParameter> params = KeyParams(key);
-  params.push_back(
-      BigQueryParameter::String("status", std::string(ToString(JobStatus::kSucceeded))));
-  return QueryJob(
-      fmt::format("{} AND status = @status ORDER BY created_at DESC, insert_order DESC", kWhereKey),
-      "read the last successful stream job", std::move(params));
+  return NewestJobIn(key, JobStatus::kSucceeded, "read the last successful stream job");
 }
 
 // -----------------------------------------------------------------------------------------------

@@ -92,6 +92,7 @@ class BigQueryBackend final : public Backend {
   Status SetJobOwner(std::string_view job_id, std::string_view owner) override;
   Result<std::optional<StreamJob>> GetStreamJobById(std::string_view job_id) override;
   Result<std::optional<StreamJob>> GetRunningStreamJob(const StreamKey& key) override;
+  Result<std::optional<StreamJob>> GetStartedStreamJob(const StreamKey& key) override;
   Result<std::optional<StreamJob>> GetLastSuccessfulStreamJob(const StreamKey& key) override;
 
   Status CreateSourceCursor(const SourceCursorRow& cursor) override;
@@ -113,6 +114,9 @@ class BigQueryBackend final : public Backend {
   const std::string& dataset() const { return options_.dataset; }
 
  private:
+  /// The newest job of `key` in `status` (created_at, then insertion order, breaks ties).
+  Result<std::optional<StreamJob>> NewestJobIn(const StreamKey& key, JobStatus status,
+                                               std::string_view what);
   BigQueryBackend(BigQueryBackendOptions options, std::unique_ptr<BigQueryClient> client);
 
   /// Runs one statement as a query job; errors carry FailureClass::kBackend and `what`.

@@ -331,18 +331,25 @@ Result<std::optional<StreamJob>> DuckdbBackend::GetStreamJobById(std::string_vie
   return QueryJob("WHERE id = $1", {std::string(job_id)});
 }
 
-Result<std::optional<StreamJob>> DuckdbBackend::GetRunningStreamJob(const StreamKey& key) {
+Result<std::optional<StreamJob>> DuckdbBackend::NewestJobIn(const StreamKey& key, JobStatus status,
+                                                            std::string_view what) {
+  (void)what;  // DuckDB's errors name the statement already.
   std::vector<DuckParam> params = KeyParams(key);
-  params.emplace_back(std::string(ToString(JobStatus::kRunning)));
+  params.emplace_back(std::string(ToString(status)));
   return QueryJob(fmt::format("{} AND status = $4 ORDER BY created_at DESC, rowid DESC", kWhereKey),
                   params);
 }
 
+Result<std::optional<StreamJob>> DuckdbBackend::GetRunningStreamJob(const StreamKey& key) {
+  return NewestJobIn(key, JobStatus::kRunning, "read the running stream job");
+}
+
+Result<std::optional<StreamJob>> DuckdbBackend::GetStartedStreamJob(const StreamKey& key) {
+  return NewestJobIn(key, JobStatus::kStarted, "read the started stream job");
+}
+
 Result<std::optional<StreamJob>> DuckdbBackend::GetLastSuccessfulStreamJob(const StreamKey& key) {
-  std::vector<DuckParam> params = KeyParams(key);
-  params.emplace_back(std::string(ToString(JobStatus::kSucceeded)));
-  return QueryJob(fmt::format("{} AND status = $4 ORDER BY created_at DESC, rowid DESC", kWhereKey),
-                  params);
+  return NewestJobIn(key, JobStatus::kSucceeded, "read the last successful stream job");
 }
 
 // -----------------------------------------------------------------------------------------------

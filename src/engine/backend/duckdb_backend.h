@@ -54,6 +54,7 @@ class DuckdbBackend final : public Backend {
   Status SetJobOwner(std::string_view job_id, std::string_view owner) override;
   Result<std::optional<StreamJob>> GetStreamJobById(std::string_view job_id) override;
   Result<std::optional<StreamJob>> GetRunningStreamJob(const StreamKey& key) override;
+  Result<std::optional<StreamJob>> GetStartedStreamJob(const StreamKey& key) override;
   Result<std::optional<StreamJob>> GetLastSuccessfulStreamJob(const StreamKey& key) override;
 
   Status CreateSourceCursor(const SourceCursorRow& cursor) override;
@@ -69,6 +70,9 @@ class DuckdbBackend final : public Backend {
   Result<int64_t> CancelPendingStreamResets(const StreamKey& key) override;
 
  private:
+  /// The newest job of `key` in `status` (created_at, then insertion order, breaks ties).
+  Result<std::optional<StreamJob>> NewestJobIn(const StreamKey& key, JobStatus status,
+                                               std::string_view what);
   DuckdbBackend(DuckConnection connection, std::string schema);
   std::string Table(std::string_view name) const;
   /// Runs one statement under the process's backend mutex; returns its rows.

@@ -560,21 +560,27 @@ Result<std::optional<StreamJob>> PostgresBackend::GetStreamJobById(std::string_v
   return QueryJob("WHERE id = $1", "read the stream job", {std::string(job_id)});
 }
 
-Result<std::optional<StreamJob>> PostgresBackend::GetRunningStreamJob(const StreamKey& key) {
-  // The original raised on two running jobs (concurrent starts); the newest one wins here.
+Result<std::optional<StreamJob>> PostgresBackend::NewestJobIn(const StreamKey& key,
+                                                              JobStatus status,
+                                                              std::string_view what) {
   std::vector<PgParam> params = KeyParams(key);
-  params.emplace_back(std::string(ToString(JobStatus::kRunning)));
+  params.emplace_back(std::string(ToString(status)));
   return QueryJob(
       fmt::format("{} AND status = $4 ORDER BY created_at DESC, insert_order DESC", kWhereKey),
-      "read the running stream job", params);
+      what, params);
+}
+
+Result<std::optional<StreamJob>> PostgresBackend::GetRunningStreamJob(const StreamKey& key) {
+  // The original raised on two running jobs (concurrent starts); the newest one wins here.
+  return NewestJobIn(key, JobStatus::kRunning, "read the running stream job");
+}
+
+Result<std::optional<StreamJob>> PostgresBackend::GetStartedStreamJob(const StreamKey& key) {
+  return NewestJobIn(key, JobStatus::kStarted, "read the started stream job");
 }
 
 Result<std::optional<StreamJob>> PostgresBackend::GetLastSuccessfulStreamJob(const StreamKey& key) {
-  std::vector<PgParam> params = KeyParams(key);
-  params.emplace_back(std::string(ToString(JobStatus::kSucceeded)));
-  return QueryJob(
-      fmt::format("{} AND status = $4 ORDER BY created_at DESC, insert_order DESC", kWhereKey),
-      "read the last successful stream job", params);
+  return NewestJobIn(key, JobStatus::kSucceeded, "read the last successful stream job");
 }
 
 // -----------------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ class PostgresBackend final : public Backend {
   Result<std::optional<StreamJob>> GetStreamJobById(std::string_view job_id) override;
   /// The newest running job by created_at, then by insertion order.
   Result<std::optional<StreamJob>> GetRunningStreamJob(const StreamKey& key) override;
+  Result<std::optional<StreamJob>> GetStartedStreamJob(const StreamKey& key) override;
   Result<std::optional<StreamJob>> GetLastSuccessfulStreamJob(const StreamKey& key) override;
 
   Status CreateSourceCursor(const SourceCursorRow& cursor) override;
@@ -105,6 +106,9 @@ class PostgresBackend final : public Backend {
   Result<int64_t> CancelPendingStreamResets(const StreamKey& key) override;
 
  private:
+  /// The newest job of `key` in `status` (created_at, then insertion order, breaks ties).
+  Result<std::optional<StreamJob>> NewestJobIn(const StreamKey& key, JobStatus status,
+                                               std::string_view what);
   PostgresBackend(std::unique_ptr<PgConnection> connection, std::string schema);
 
   /// `"schema".name`.

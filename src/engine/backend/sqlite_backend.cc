@@ -669,20 +669,25 @@ Result<std::optional<StreamJob>> SqliteBackend::GetStreamJobById(std::string_vie
   return QueryJob(db_, "WHERE id = ?", "read the stream job", job_id);
 }
 
-Result<std::optional<StreamJob>> SqliteBackend::GetRunningStreamJob(const StreamKey& key) {
-  // The original raised on two running jobs (concurrent starts); the newest one wins here, and
+Result<std::optional<StreamJob>> SqliteBackend::NewestJobIn(const StreamKey& key, JobStatus status,
+                                                            std::string_view what) {
   // rowid breaks created_at ties in insertion order.
   return QueryJob(db_,
                   fmt::format("{} AND status = ? ORDER BY created_at DESC, rowid DESC", kWhereKey),
-                  "read the running stream job", key.name, key.source_name, key.stream_name,
-                  ToString(JobStatus::kRunning));
+                  what, key.name, key.source_name, key.stream_name, ToString(status));
+}
+
+Result<std::optional<StreamJob>> SqliteBackend::GetRunningStreamJob(const StreamKey& key) {
+  // The original raised on two running jobs (concurrent starts); the newest one wins here.
+  return NewestJobIn(key, JobStatus::kRunning, "read the running stream job");
+}
+
+Result<std::optional<StreamJob>> SqliteBackend::GetStartedStreamJob(const StreamKey& key) {
+  return NewestJobIn(key, JobStatus::kStarted, "read the started stream job");
 }
 
 Result<std::optional<StreamJob>> SqliteBackend::GetLastSuccessfulStreamJob(const StreamKey& key) {
-  return QueryJob(db_,
-                  fmt::format("{} AND status = ? ORDER BY created_at DESC, rowid DESC", kWhereKey),
-                  "read the last successful stream job", key.name, key.source_name, key.stream_name,
-                  ToString(JobStatus::kSucceeded));
+  return NewestJobIn(key, JobStatus::kSucceeded, "read the last successful stream job");
 }
 
 // -----------------------------------------------------------------------------------------------

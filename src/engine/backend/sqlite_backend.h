@@ -72,6 +72,7 @@ class SqliteBackend final : public Backend {
   Result<std::optional<StreamJob>> GetStreamJobById(std::string_view job_id) override;
   /// The newest running job by created_at, then by insertion order.
   Result<std::optional<StreamJob>> GetRunningStreamJob(const StreamKey& key) override;
+  Result<std::optional<StreamJob>> GetStartedStreamJob(const StreamKey& key) override;
   Result<std::optional<StreamJob>> GetLastSuccessfulStreamJob(const StreamKey& key) override;
 
   /// A `next_pagination` that is empty, "{}" or "null" is stored as NULL.
@@ -103,6 +104,9 @@ class SqliteBackend final : public Backend {
   Result<int64_t> CancelPendingStreamResets(const StreamKey& key) override;
 
  private:
+  /// The newest job of `key` in `status` (created_at, then insertion order, breaks ties).
+  Result<std::optional<StreamJob>> NewestJobIn(const StreamKey& key, JobStatus status,
+                                               std::string_view what);
   explicit SqliteBackend(sqlite3* db) : db_(db) {}
 
   static Result<std::unique_ptr<SqliteBackend>> OpenWithFlags(const std::string& location,

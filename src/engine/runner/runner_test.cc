@@ -19,7 +19,8 @@ using testing_support::Page;
 
 std::string RunnerName(RunnerKind kind, bool through_broker) {
   std::unique_ptr<Runner> runner = MakeRunner(kind, through_broker);
-  std::string name = typeid(*runner).name();
+  const Runner& chosen = *runner;
+  std::string name = typeid(chosen).name();
   for (const char* known : {"ThreadRunner", "ProcessRunner", "StreamRunner", "BrokerRunner"}) {
     if (name.find(known) != std::string::npos) return known;
   }

@@ -4,6 +4,7 @@ a visible effect, and restart a killed run until it completes."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -26,11 +27,13 @@ def spawn(bizon, *args, env=None, log: Path | None = None, cwd: Path | None = No
                                 stdout=subprocess.DEVNULL, stderr=sink, text=True)
 
 
-def kill(process: subprocess.Popen) -> None:
-    """SIGKILL: no destructor, no error path runs, as with an OOM kill or a pod deadline."""
+def kill(process: subprocess.Popen) -> str:
+    """SIGKILL: no destructor, no error path runs, as with an OOM kill or a pod deadline.
+    Returns what the run wrote to its stderr pipe (empty when it logs to a file)."""
     if process.poll() is None:
         process.send_signal(signal.SIGKILL)
-    process.communicate(timeout=30)
+    _, stderr = process.communicate(timeout=30)
+    return stderr or ""
 
 
 def stop(process: subprocess.Popen, timeout: float = 60) -> str:
@@ -73,17 +76,29 @@ def killed_after(process: subprocess.Popen, rng, delays) -> bool:
     return False
 
 
+# Logged by the consumer once its job is complete (engine/progress.cc); a kill after it lands in
+# the process's exit, and the run is complete.
+_JOB_COMPLETE = re.compile(r"\| Finished \S+: wrote \d+ records")
+
+
 def run_until_complete(bizon, config, rng, kills, delays=(0.1, 0.6), after_kill=None) -> int:
     """Starts `bizon run` again and again, killing the first `kills` attempts after a random
-    delay, until one completes. Returns the number of kills that landed."""
+    delay, until one completes. Returns the number of kills that landed before the run's job was
+    complete (a kill in the exit of a run that had completed its job ends the loop too: running
+    it again would start a new job, which no user would do)."""
     landed = 0
     for _ in range(kills * 4 + 20):
         process = spawn(bizon, "run", config)
-        if landed < kills and killed_after(process, rng, delays):
-            landed += 1
-            if after_kill:
-                after_kill()
-            continue
+        if landed < kills:
+            try:
+                process.wait(timeout=rng.uniform(*delays))
+            except subprocess.TimeoutExpired:
+                if _JOB_COMPLETE.search(kill(process)):
+                    return landed
+                landed += 1
+                if after_kill:
+                    after_kill()
+                continue
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, f"exit {process.returncode}\n{stderr}"
         return landed

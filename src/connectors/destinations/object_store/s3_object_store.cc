@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -106,7 +107,16 @@ class S3ObjectStore final : public ObjectStore {
   Status Copy(const std::string& from, const std::string& to) override {
     HttpHeaders headers{
         {"x-amz-copy-source", "/" + PercentEncode(settings_.bucket) + "/" + EncodePath(from)}};
-    BIZON_ASSIGN_OR_RETURN(HttpResponse response, Call("PUT", to, "", headers));
+    BIZON_ASSIGN_OR_RETURN(HttpResponse response,
+                           Call("PUT", to, "", headers, /*missing_ok=*/true));
+    // NoSuchKey: the source is gone. The part store then looks for the copy a run killed after
+    // publishing made (ObjectPartStore::Publish), as it does for GCS.
+    if (response.status == 404) {
+      return Status(
+          StatusCode::kNotFound,
+          fmt::format("S3 copy {} -> {}: {} does not exist", Uri(from), Uri(to), Uri(from)),
+          FailureClass::kDestination);
+    }
     // A copy can fail after its 200 status went out: the error is then in the body.
     if (response.body.find("<Error>") != std::string::npos) {
       return Status(StatusCode::kUnavailable,
@@ -185,9 +195,11 @@ Result<std::vector<StoredObject>> S3ObjectStore::List(const std::string& prefix)
       auto keys = XmlValues(contents, "Key");
       auto sizes = XmlValues(contents, "Size");
       if (keys.empty()) continue;
-      objects.push_back(
-          {.name = XmlUnescape(keys.front()),
-           .size = sizes.empty() ? 0 : std::atoll(std::string(sizes.front()).c_str())});
+      int64_t size = 0;  // Stays 0 when S3 sends no Size, or one that is not a number.
+      if (!sizes.empty()) {
+        std::from_chars(sizes.front().data(), sizes.front().data() + sizes.front().size(), size);
+      }
+      objects.push_back({.name = XmlUnescape(keys.front()), .size = size});
     }
     auto truncated = XmlValues(response.body, "IsTruncated");
     auto next = XmlValues(response.body, "NextContinuationToken");

@@ -46,6 +46,12 @@ TEST_F(S3ObjectStoreTest, PutsGetsCopiesListsAndDeletes) {
   ASSERT_TRUE(s3.PutFile(prefix_ + "big.bin", local).ok());
   std::remove(local.c_str());
   ASSERT_TRUE(s3.Copy(odd, prefix_ + "copy.json").ok());
+  // A copy from a missing object is NotFound (ObjectPartStore::Publish relies on it to tell a
+  // part published before a kill from a lost one), and leaves nothing at the target.
+  Status missing = s3.Copy(prefix_ + "none.json", prefix_ + "never.json");
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing.ToString();
+  EXPECT_EQ(missing.failure_class(), FailureClass::kDestination);
+  EXPECT_NE(missing.message().find("none.json"), std::string::npos) << missing.message();
 
   auto copied = s3.Get(prefix_ + "copy.json");
   ASSERT_TRUE(copied.has_value()) << copied.error().message();
