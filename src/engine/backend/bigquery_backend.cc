@@ -336,6 +336,8 @@ BigQueryBackend::BigQueryBackend(BigQueryBackendOptions options,
                                  std::unique_ptr<BigQueryClient> client)
     : options_(std::move(options)), client_(std::move(client)) {}
 
+// A mutex or a join that throws here means the process is broken: terminating is right.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 BigQueryBackend::~BigQueryBackend() {
   {
     std::lock_guard guard(lock_mutex_);

@@ -361,6 +361,8 @@ class RollbackGuard {
   explicit RollbackGuard(sqlite3* db) : db_(db) {}
   RollbackGuard(const RollbackGuard&) = delete;
   RollbackGuard& operator=(const RollbackGuard&) = delete;
+  // Only an allocation failure can throw in here, and terminating is then right.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   ~RollbackGuard() {
     // Some errors roll the transaction back on their own; ROLLBACK would then fail.
     if (db_ != nullptr && sqlite3_get_autocommit(db_) == 0) {
