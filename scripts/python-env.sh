@@ -4,6 +4,8 @@
 # * build/original-venv: the original bizon from PyPI with its postgres and bigquery extras
 #   (tests/e2e/test_original_state.py runs it against ours on one backend; the bench runs it
 #   against the BigQuery and GCS emulators).
+# * build/dlt-venv: dlt, the peer tests/e2e/test_rest_api_dlt.py compares the rest_api source
+#   with (tests/dlt-requirements.txt);
 # * build/lint-venv: clang-tidy for scripts/lint.sh (scripts/lint-requirements.txt): its
 #   wheel is a newer clang-tidy than Debian 12's, which skips the system headers' code and so
 #   checks a file in a third of the time.
@@ -26,6 +28,9 @@ install() {
 
 requirements="$root/tests/requirements.txt"
 install "$root/build/venv" "$(sha256sum "$requirements" | cut -d' ' -f1)" -r "$requirements"
+dlt_requirements="$root/tests/dlt-requirements.txt"
+install "$root/build/dlt-venv" "$(sha256sum "$dlt_requirements" | cut -d' ' -f1)" \
+  -r "$dlt_requirements"
 lint_requirements="$root/scripts/lint-requirements.txt"
 install "$root/build/lint-venv" "$(sha256sum "$lint_requirements" | cut -d' ' -f1)" \
   -r "$lint_requirements"

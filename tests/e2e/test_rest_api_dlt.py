@@ -24,12 +24,19 @@ from fake_server import OffContract
 from support.http_sources import run
 from support.paths import ROOT
 from support.results import source_data
+from support.servers import skip_or_fail
 
-DLT_PYTHON = ROOT / "bench" / ".venv-dlt" / "bin" / "python"
+# scripts/python-env.sh makes build/dlt-venv (tests/dlt-requirements.txt); bench/run.sh's own
+# venv does as well.
+DLT_PYTHON = next((path for path in (ROOT / "build" / "dlt-venv" / "bin" / "python",
+                                     ROOT / "bench" / ".venv-dlt" / "bin" / "python")
+                   if path.exists()), ROOT / "build" / "dlt-venv" / "bin" / "python")
 
-pytestmark = pytest.mark.skipif(
-    not DLT_PYTHON.exists(),
-    reason="dlt 1.31 is not installed: bench/run.sh makes bench/.venv-dlt (dlt[postgres]==1.31.0)")
+
+@pytest.fixture(autouse=True)
+def dlt_installed():
+    if not DLT_PYTHON.exists():
+        skip_or_fail("dlt 1.31 is not installed: scripts/python-env.sh makes build/dlt-venv")
 
 # Runs dlt's rest_api source on the config in argv[1] (JSON), into ./dlt_out as JSONL.
 DLT_RUNNER = """
