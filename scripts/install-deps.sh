@@ -22,9 +22,13 @@ build_packages=(
   # with pip (scripts/python-site.sh); python3-venv makes users' and tests' virtualenvs.
   python3-pip python3-venv
 )
+# clang 19 and its sanitizer runtimes, in Debian 12's main archive: the dev preset's compiler
+# (scripts/test.sh builds it) and the libFuzzer targets'. The default clang 14 cannot compile the
+# project (no std::expected with libstdc++ 12).
+clang_packages=(clang-19 libclang-rt-19-dev)
+
 test_packages=(
-  # The dev preset's compiler: clang 19 and its sanitizer runtimes (scripts/test.sh builds it).
-  clang-19 libclang-rt-19-dev
+  "${clang_packages[@]}"
   postgresql rabbitmq-server python3-venv time
   # The Kafka test broker: Apache's jars, fetched once by Maven, run on Java 17.
   maven openjdk-17-jre-headless
@@ -32,12 +36,11 @@ test_packages=(
   openssl
 )
 
-# The libFuzzer targets (fuzz/README.md): clang 19, in Debian 12's main archive. The default
-# clang 14 cannot compile the project (no std::expected with libstdc++ 12).
-fuzz_packages=(clang-19 libclang-rt-19-dev)
+# The libFuzzer targets (fuzz/README.md).
+fuzz_packages=("${clang_packages[@]}")
 
-# scripts/lint.sh: clang-tidy 19 (the default 14 cannot parse <expected>, as above) and shellcheck;
-# the format check uses clang-format from the build packages.
+# scripts/lint.sh: shellcheck; clang-tidy comes from PyPI (scripts/python-env.sh makes
+# build/lint-venv) and clang-format from the build packages.
 lint_packages=(shellcheck)
 
 # bench/run.sh: kcat is the librdkafka floor the kafka case is compared with; psql's \copy the

@@ -28,8 +28,8 @@ timing_table() {
 trap timing_table EXIT
 
 phase "install" scripts/install-deps.sh --with-test-servers --with-fuzz --with-lint
-# The tests' virtualenvs (the harness, the original bizon, the BigQuery and GCS emulators; no-ops
-# when up to date) fill from PyPI while the build compiles: they wait on the network, the build
+# The tests' virtualenvs (the harness, the original bizon, dlt, clang-tidy, the BigQuery and GCS
+# emulators; no-ops when up to date) fill from PyPI while the build compiles: they wait on the network, the build
 # on the CPU. Their output is shown only if they fail.
 envs_log="$(mktemp)"
 (scripts/python-env.sh && scripts/emulators-env.sh) >"$envs_log" 2>&1 &

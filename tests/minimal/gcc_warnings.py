@@ -4,8 +4,9 @@
 The dev preset compiles with clang (faster, and its sanitizer data is a fraction of GCC's), while
 users build the release binary with g++, whose -Werror warnings differ. The minimal build compiles
 the core with g++; this checks every other source of the dev build (the optional families and
-their tests, and the files with a section for a family that is ON) with `g++ -fsyntax-only`, using the dev build's own flags minus the sanitizers, so
-a GCC-only warning fails the test command instead of a user's build.
+their tests, and the files with a section for a family that is ON) with `g++ -fsyntax-only`,
+using the dev build's own flags minus the sanitizers, so a GCC-only warning fails the test
+command instead of a user's build.
 
 Usage: gcc_warnings.py <dev build dir> <minimal build dir>
 """
