@@ -4,6 +4,7 @@
 # sanitizer or times out on one input; the input is then in build/fuzz/findings/.
 #
 #   fuzz/run.sh [seconds per target, default 30] [target...]
+#   fuzz/run.sh --build-only
 #
 # New inputs a run discovers go to build/fuzz/corpus/<target>/, not into fuzz/corpus/: the
 # committed seeds change only by hand (or fuzz/corpus/generate.py).
@@ -23,6 +24,9 @@ if [[ ! -f build/fuzz/build.ninja ]]; then
 fi
 flock /tmp/bizon-build.lock cmake --build --preset fuzz
 echo "fuzz: build took $((SECONDS - build_start)) s"
+if [[ "$seconds" == --build-only ]]; then
+  exit 0
+fi
 
 symbolizer="$(command -v llvm-symbolizer-19 llvm-symbolizer llvm-symbolizer-14 | head -n 1 || true)"
 export ASAN_SYMBOLIZER_PATH="${symbolizer}"

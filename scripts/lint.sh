@@ -12,12 +12,14 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
   echo "lint: $build/compile_commands.json is missing: configure that build first" >&2
   exit 2
 fi
+# A command per source, also when the build compiles them in unity batches.
+commands="$(python3 scripts/per_file_commands.py "$build")"
 mapfile -t cxx_files < <(git ls-files '*.cc' '*.h')
 # The sources this build compiles: a file of an optional family's other side (without_python.cc
 # when Python is ON) is not in its compile commands.
 mapfile -t tidy_files < <(git ls-files 'src/*.cc' | grep -v '_test\.cc$' |
   while read -r file; do
-    if grep -q "\"file\": \"$root/$file\"" "$build/compile_commands.json"; then echo "$file"; fi
+    if grep -q "\"file\": \"$root/$file\"" "$commands"; then echo "$file"; fi
   done)
 mapfile -t shell_files < <(git ls-files '*.sh' .ci/run)
 
@@ -37,7 +39,7 @@ if [[ ! -x "$tidy_bin/clang-tidy" ]]; then
 fi
 echo "lint: $("$tidy_bin/clang-tidy" --version | grep -o 'LLVM version [0-9.]*') clang-tidy on" \
   "${#tidy_files[@]} files"
-"$tidy_bin/python" "$tidy_bin/run-clang-tidy.py" -p "$build" -j "$(nproc)" -quiet \
+"$tidy_bin/python" "$tidy_bin/run-clang-tidy.py" -p "$(dirname "$commands")" -j "$(nproc)" -quiet \
   -clang-tidy-binary "$tidy_bin/clang-tidy" -warnings-as-errors='*' "${tidy_files[@]}" \
   >"$build/clang-tidy.log" 2>&1 || status=1
 # The findings only (run-clang-tidy also echoes each command and clang's warning counts).

@@ -77,12 +77,6 @@ Status MissingFields(std::string_view origin, std::string_view type, const Value
   return KeyError(origin, fmt::format("the {} key lacks {}", type, missing));
 }
 
-std::optional<std::string> GetEnv(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
 std::shared_ptr<HttpSession> TokenSession(const GoogleCredentialsOptions& options) {
   HttpPolicy policy;
   policy.configured = true;
@@ -372,7 +366,7 @@ Result<std::string> MakeServiceAccountAssertion(const ServiceAccountKey& key,
 
 Result<std::shared_ptr<GoogleCredentials>> MakeGoogleCredentials(
     const GoogleCredentialsOptions& options) {
-  GoogleEnvFunction env = options.env ? options.env : GoogleEnvFunction(GetEnv);
+  GoogleEnvFunction env = options.env ? options.env : GoogleEnvFunction(ProcessEnv);
   std::shared_ptr<GoogleCredentials> credentials;
   if (!options.inline_key.empty()) {
     BIZON_ASSIGN_OR_RETURN(credentials,
@@ -441,6 +435,12 @@ FieldSpec GoogleAuthenticationField() {
       // The original drops unknown keys here without a word.
       .unknown_keys = UnknownKeys::kWarn,
   };
+}
+
+std::optional<std::string> ProcessEnv(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
 }
 
 }  // namespace bizon

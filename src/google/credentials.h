@@ -107,6 +107,9 @@ Result<std::string> MakeServiceAccountAssertion(const ServiceAccountKey& key,
 
 /// Reads an environment variable; replaced in tests.
 using GoogleEnvFunction = std::function<std::optional<std::string>(const std::string& name)>;
+/// The process environment's `name`; nullopt when unset or empty. The GoogleEnvFunction used when
+/// none is given.
+std::optional<std::string> ProcessEnv(const std::string& name);
 
 struct GoogleCredentialsOptions {
   /// Inline key file content (a service_account or authorized_user JSON); empty uses

@@ -20,7 +20,8 @@ namespace {
 // so its callers tag them.
 Status Untagged(const Status& status) { return Status(status.code(), status.message()); }
 
-Status ResponseError(std::string_view method, std::string_view url, const HttpResponse& response) {
+Status GcsResponseError(std::string_view method, std::string_view url,
+                        const HttpResponse& response) {
   Status error = HttpStatusError(method, url, response);
   StatusCode code =
       response.status == 404 || response.status == 410 ? StatusCode::kNotFound : error.code();
@@ -214,7 +215,8 @@ Result<GcsObject> GcsClient::UploadMultipart(std::string_view bucket, std::strin
                                .query = {{"uploadType", "multipart"}},
                                .headers = {{"Content-Type", std::move(multipart.content_type)}},
                                .body = std::move(multipart.body)}));
-  if (!response.ok()) return Fail(ResponseError("POST", url + "?uploadType=multipart", response));
+  if (!response.ok())
+    return Fail(GcsResponseError("POST", url + "?uploadType=multipart", response));
   return GcsObject::FromJson(response.body);
 }
 
@@ -230,7 +232,8 @@ Result<std::string> GcsClient::StartResumableUpload(std::string_view bucket, std
                                            {"X-Upload-Content-Type", std::string(content_type)},
                                            {"X-Upload-Content-Length", std::to_string(size)}},
                                .body = metadata.ToJson()}));
-  if (!response.ok()) return Fail(ResponseError("POST", url + "?uploadType=resumable", response));
+  if (!response.ok())
+    return Fail(GcsResponseError("POST", url + "?uploadType=resumable", response));
   std::optional<std::string_view> location = response.Header("location");
   if (!location || location->empty()) {
     return Fail(DataLossError(fmt::format(
@@ -258,7 +261,7 @@ Result<GcsUploadStatus> GcsClient::ReadUploadStatus(const std::string& session_u
     }
     return GcsUploadStatus{.persisted = *persisted};
   }
-  return Fail(ResponseError("PUT", session_uri, response));
+  return Fail(GcsResponseError("PUT", session_uri, response));
 }
 
 Result<GcsUploadStatus> GcsClient::QueryResumableUpload(const std::string& session_uri,
@@ -363,21 +366,21 @@ Result<GcsObject> GcsClient::UploadResumable(std::string_view bucket, std::strin
 Result<std::string> GcsClient::Download(std::string_view bucket, std::string_view name) {
   std::string url = ObjectUrl(bucket, name);
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, Send({.url = url, .query = {{"alt", "media"}}}));
-  if (!response.ok()) return Fail(ResponseError("GET", url + "?alt=media", response));
+  if (!response.ok()) return Fail(GcsResponseError("GET", url + "?alt=media", response));
   return std::move(response.body);
 }
 
 Result<GcsObject> GcsClient::GetObject(std::string_view bucket, std::string_view name) {
   std::string url = ObjectUrl(bucket, name);
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, Send({.url = url}));
-  if (!response.ok()) return Fail(ResponseError("GET", url, response));
+  if (!response.ok()) return Fail(GcsResponseError("GET", url, response));
   return GcsObject::FromJson(response.body);
 }
 
 Status GcsClient::Delete(std::string_view bucket, std::string_view name) {
   std::string url = ObjectUrl(bucket, name);
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, Send({.method = "DELETE", .url = url}));
-  if (!response.ok()) return ResponseError("DELETE", url, response);
+  if (!response.ok()) return GcsResponseError("DELETE", url, response);
   return Status::Ok();
 }
 
@@ -397,7 +400,7 @@ Result<GcsObject> GcsClient::Copy(std::string_view bucket, std::string_view name
                                  .query = query,
                                  .headers = {{"Content-Type", "application/json"}},
                                  .body = "{}"}));
-    if (!response.ok()) return Fail(ResponseError("POST", url, response));
+    if (!response.ok()) return Fail(GcsResponseError("POST", url, response));
     auto parsed = Value::FromJson(response.body);
     if (!parsed || !parsed->is_map()) {
       return Fail(DataLossError(fmt::format("GCS answered a rewrite that is not a JSON object: {}",
@@ -433,7 +436,7 @@ Result<GcsListPage> GcsClient::ListPage(std::string_view bucket, const GcsListOp
   if (options.max_results > 0)
     query.emplace_back("maxResults", std::to_string(options.max_results));
   BIZON_ASSIGN_OR_RETURN(HttpResponse response, Send({.url = url, .query = query}));
-  if (!response.ok()) return Fail(ResponseError("GET", AppendQuery(url, query), response));
+  if (!response.ok()) return Fail(GcsResponseError("GET", AppendQuery(url, query), response));
   auto parsed = Value::FromJson(response.body);
   if (!parsed || !parsed->is_map()) {
     return Fail(DataLossError(fmt::format("GCS answered a list that is not a JSON object: {}",
@@ -481,7 +484,7 @@ Status GcsClient::CreateBucket(std::string_view project, std::string_view bucket
                                .headers = {{"Content-Type", "application/json"}},
                                .body = resource.ToJson()}));
   if (response.ok() || (exists_ok && response.status == 409)) return Status::Ok();
-  return ResponseError("POST", url, response);
+  return GcsResponseError("POST", url, response);
 }
 
 }  // namespace bizon

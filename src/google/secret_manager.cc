@@ -68,12 +68,6 @@ std::string DescribeError(const HttpResponse& response) {
   return fmt::format("HTTP {}: {}", response.status, BodyExcerpt(response.body));
 }
 
-std::optional<std::string> GetEnv(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
 }  // namespace
 
 Result<std::string> SecretVersionName(std::string_view path,
@@ -139,7 +133,7 @@ struct GoogleSecretManager::Client {
 
 GoogleSecretManager::GoogleSecretManager(SecretManagerOptions options)
     : options_(std::move(options)) {
-  if (!options_.env) options_.env = GetEnv;
+  if (!options_.env) options_.env = ProcessEnv;
 }
 
 GoogleSecretManager::~GoogleSecretManager() = default;

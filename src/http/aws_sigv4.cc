@@ -6,10 +6,11 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <cctype>
 #include <ctime>
 #include <map>
 #include <vector>
+
+#include "common/ascii.h"
 
 namespace bizon {
 namespace {
@@ -33,19 +34,6 @@ std::string Hmac(std::string_view key, std::string_view data) {
   return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
-std::string Lower(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
-std::string Trim(std::string_view text) {
-  size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return "";
-  size_t end = text.find_last_not_of(" \t");
-  return std::string(text.substr(begin, end - begin + 1));
-}
-
 struct UrlParts {
   std::string host;
   std::string path = "/";
@@ -60,7 +48,7 @@ Result<UrlParts> SplitUrl(std::string_view url) {
   std::string_view rest = url.substr(scheme + 3);
   size_t path_start = rest.find_first_of("/?");
   UrlParts parts;
-  parts.host = Lower(rest.substr(0, path_start));
+  parts.host = AsciiLower(rest.substr(0, path_start));
   if (path_start == std::string_view::npos) return parts;
   std::string_view tail = rest.substr(path_start);
   size_t question = tail.find('?');
@@ -105,7 +93,7 @@ Status SignAwsV4(HttpRequest& request, const AwsCredentials& credentials, std::s
   BIZON_ASSIGN_OR_RETURN(UrlParts url, SplitUrl(request.url));
   std::string payload_hash = Sha256Hex(request.body);
   std::erase_if(request.headers, [](const auto& header) {
-    std::string name = Lower(header.first);
+    std::string name = AsciiLower(header.first);
     return name == "authorization" || name == "x-amz-date" || name == "x-amz-content-sha256" ||
            name == "x-amz-security-token";
   });
@@ -116,7 +104,7 @@ Status SignAwsV4(HttpRequest& request, const AwsCredentials& credentials, std::s
   }
   std::map<std::string, std::string> headers{{"host", url.host}};
   for (const auto& [name, value] : request.headers) {
-    headers[Lower(name)] = Trim(value);
+    headers[AsciiLower(name)] = std::string(TrimAsciiSpace(value));
   }
   std::string canonical_headers;
   std::string signed_headers;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "bizon/clock.h"
+#include "common/ascii.h"
 #include "http/authenticator.h"
 
 namespace bizon {
@@ -19,20 +20,6 @@ namespace {
 constexpr size_t kMaxPooledHandles = 16;
 // Spare bytes kept after each body, so a JSON parser that reads past the end needs no copy.
 constexpr size_t kBodyPadding = 64;
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::string Upper(std::string_view text) {
   std::string out(text);
@@ -117,7 +104,7 @@ void ScaledSleep(double seconds) {
 
 std::optional<std::string_view> HttpResponse::Header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
-    if (EqualsIgnoreCase(key, name)) return std::string_view(value);
+    if (EqualsIgnoreAsciiCase(key, name)) return std::string_view(value);
   }
   return std::nullopt;
 }
@@ -203,7 +190,7 @@ size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
   if (colon == std::string_view::npos) return size * count;
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  transfer->response->headers.emplace_back(Lower(line.substr(0, colon)), std::string(value));
+  transfer->response->headers.emplace_back(AsciiLower(line.substr(0, colon)), std::string(value));
   return size * count;
 }
 
@@ -310,7 +297,7 @@ curl_slist* HeaderList(const HttpHeaders& defaults, const HttpHeaders& headers) 
   };
   for (const auto& [name, value] : defaults) {
     bool overridden = std::any_of(headers.begin(), headers.end(), [&](const auto& header) {
-      return EqualsIgnoreCase(header.first, name);
+      return EqualsIgnoreAsciiCase(header.first, name);
     });
     if (!overridden) add_header(name, value);
   }

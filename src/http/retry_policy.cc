@@ -8,25 +8,10 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "common/ascii.h"
+
 namespace bizon {
 namespace {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 Status ConfigError(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message), FailureClass::kConfig);
@@ -56,8 +41,9 @@ RetryPolicy RetryPolicy::Legacy() {
 }
 
 bool RetryPolicy::IsMethodRetryable(std::string_view method) const {
-  return std::any_of(allowed_methods.begin(), allowed_methods.end(),
-                     [&](const std::string& allowed) { return EqualsIgnoreCase(allowed, method); });
+  return std::any_of(
+      allowed_methods.begin(), allowed_methods.end(),
+      [&](const std::string& allowed) { return EqualsIgnoreAsciiCase(allowed, method); });
 }
 
 bool RetryPolicy::IsRetryableStatus(std::string_view method, int status,
@@ -85,7 +71,7 @@ double RetryPolicy::RetryAfterSeconds(double header_seconds) const {
 }
 
 std::optional<double> ParseRetryAfter(std::string_view header, int64_t now_us) {
-  std::string_view text = Trim(header);
+  std::string_view text = TrimAsciiSpace(header);
   if (text.empty()) return std::nullopt;
   if (std::all_of(text.begin(), text.end(),
                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {

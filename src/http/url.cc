@@ -4,18 +4,10 @@
 
 #include <cctype>
 
+#include "common/ascii.h"
+
 namespace bizon {
 namespace {
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 bool HasScheme(std::string_view url) {
   size_t colon = url.find("://");
@@ -109,20 +101,20 @@ std::optional<std::string> FindLink(std::string_view link_header, std::string_vi
     if (close == std::string_view::npos) return std::nullopt;
     std::string_view target = link_header.substr(open + 1, close - open - 1);
     size_t next = link_header.find('<', close);
-    std::string_view params = Trim(link_header.substr(
+    std::string_view params = TrimAsciiSpace(link_header.substr(
         close + 1, next == std::string_view::npos ? std::string_view::npos : next - close - 1));
     // The comma separating this link from the next one.
     if (!params.empty() && params.back() == ',') params.remove_suffix(1);
     size_t start = 0;
     while (start < params.size()) {
       size_t semicolon = params.find(';', start);
-      std::string_view param = Trim(params.substr(
+      std::string_view param = TrimAsciiSpace(params.substr(
           start, semicolon == std::string_view::npos ? std::string_view::npos : semicolon - start));
       start = semicolon == std::string_view::npos ? params.size() : semicolon + 1;
       if (param.size() < 4 || param.substr(0, 3) != "rel") continue;
-      std::string_view value = Trim(param.substr(3));
+      std::string_view value = TrimAsciiSpace(param.substr(3));
       if (value.empty() || value.front() != '=') continue;
-      value = Trim(value.substr(1));
+      value = TrimAsciiSpace(value.substr(1));
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
         value = value.substr(1, value.size() - 2);
       }
@@ -132,7 +124,7 @@ std::optional<std::string> FindLink(std::string_view link_header, std::string_vi
         size_t space = value.find(' ', word);
         std::string_view relation = value.substr(
             word, space == std::string_view::npos ? std::string_view::npos : space - word);
-        if (relation == rel) return std::string(Trim(target));
+        if (relation == rel) return std::string(TrimAsciiSpace(target));
         word = space == std::string_view::npos ? value.size() : space + 1;
       }
     }

@@ -21,7 +21,7 @@ namespace {
 
 constexpr size_t kUdpDatagramBytes = 1432;  // Fits one Ethernet frame, as the clients do.
 constexpr size_t kUnixDatagramBytes = 8192;
-constexpr size_t kMaxPendingSpans = 2000;
+constexpr size_t kMaxPendingDatadogSpans = 2000;
 
 /// Tag text the protocol cannot carry ('|', ',', '#', line breaks) becomes '_'; a ':' in a key
 /// would move the key/value split, so it does too.
@@ -79,7 +79,7 @@ class DatadogExporter final : public Exporter {
     int64_t dropped = 0;
     for (MonitorEvent& event : events) {
       if (event.kind == MonitorEvent::Kind::kSpan) {
-        if (spans_.size() >= kMaxPendingSpans) {
+        if (spans_.size() >= kMaxPendingDatadogSpans) {
           ++dropped;
         } else {
           spans_.push_back(std::move(event.span));

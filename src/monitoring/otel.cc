@@ -12,7 +12,7 @@
 namespace bizon {
 namespace {
 
-constexpr size_t kMaxPendingSpans = 2000;
+constexpr size_t kMaxPendingOtelSpans = 2000;
 constexpr size_t kSpansPerRequest = 512;
 
 std::string Nanos(int64_t micros) { return std::to_string(micros * 1000); }
@@ -120,7 +120,7 @@ class OtelExporter final : public Exporter {
     int64_t dropped = 0;
     for (MonitorEvent& event : events) {
       if (event.kind == MonitorEvent::Kind::kSpan) {
-        if (!options_.traces || spans_.size() >= kMaxPendingSpans) {
+        if (!options_.traces || spans_.size() >= kMaxPendingOtelSpans) {
           dropped += options_.traces ? 1 : 0;
         } else {
           spans_.push_back(std::move(event.span));

@@ -19,6 +19,16 @@ def pytest_configure(config):
         "markers",
         "serial: restarts or stops a server the whole suite shares, or asserts a time bound; "
         "scripts/test.sh runs these alone, after the parallel pass (-m serial)")
+    config.addinivalue_line(
+        "markers",
+        "long: takes a quarter of a minute or more (a kill-and-resume loop); collected first, so "
+        "the parallel pass starts these at once instead of leaving one worker a long tail")
+
+
+def pytest_collection_modifyitems(config, items):
+    # A stable sort: the long tests first, everything else in its usual order. Every xdist worker
+    # collects the same order, as xdist requires.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(scope="session")

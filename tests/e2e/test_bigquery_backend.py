@@ -97,6 +97,7 @@ def test_a_killed_run_resumes_from_the_state_in_bigquery(bizon, google_emulators
     assert_ids_exactly_once(ids_in(bizon.read_ndjson("out.json")), count)
 
 
+@pytest.mark.long
 def test_repeated_kills_at_random_points_lose_and_duplicate_nothing(bizon, google_emulators,
                                                                    dataset):
     # Kills land anywhere: while the dataset is created or migrated, between taking the run lock

@@ -60,6 +60,7 @@ def emit(capsys, scenario: str, kills: int, checked: str, started: float) -> Non
               f"{time.monotonic() - started:.1f} s (seed {SEED})")
 
 
+@pytest.mark.long
 def test_stream_into_bigquery_killed_and_resumed_loses_and_duplicates_nothing(
         bizon, google_emulators, dataset, rng, capsys):
     started = time.monotonic()
@@ -73,6 +74,7 @@ def test_stream_into_bigquery_killed_and_resumed_loses_and_duplicates_nothing(
     assert kills >= 20
 
 
+@pytest.mark.long
 def test_incremental_into_bigquery_killed_and_resumed_loses_and_duplicates_nothing(
         bizon, google_emulators, dataset, rng, capsys):
     started = time.monotonic()
@@ -93,6 +95,7 @@ def test_incremental_into_bigquery_killed_and_resumed_loses_and_duplicates_nothi
     assert kills >= 20
 
 
+@pytest.mark.long
 def test_killed_full_refresh_into_bigquery_never_shows_a_partial_table(
         bizon, google_emulators, dataset, rng, capsys):
     started = time.monotonic()

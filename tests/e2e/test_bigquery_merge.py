@@ -116,6 +116,7 @@ def emit(capsys, scenario: str, kills: int, rows: int, started: float) -> None:
               f"{time.monotonic() - started:.1f} s (seed {SEED})")
 
 
+@pytest.mark.long
 def test_merge_stream_killed_and_resumed_ends_with_the_model_table(
         bizon, google_emulators, dataset, rng, capsys):
     started = time.monotonic()
@@ -134,6 +135,7 @@ def test_merge_stream_killed_and_resumed_ends_with_the_model_table(
     assert kills >= 20
 
 
+@pytest.mark.long
 def test_merge_incremental_runs_killed_and_resumed_end_with_the_model_table(
         bizon, google_emulators, dataset, rng, capsys):
     started = time.monotonic()

@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest_kafka import kafka  # noqa: F401  (fixture)
 from conftest_postgres import pg, postgres, postgres_pipeline  # noqa: F401  (fixtures)
 from support.exactly_once import assert_ids_exactly_once
@@ -144,6 +146,7 @@ def wait_for_all(pg, members: Members, produced: int, timeout: float = 300) -> N
                              f"member {rows_by_member(pg)}") from None
 
 
+@pytest.mark.long
 def test_three_members_share_the_partitions_and_a_killed_one_is_replaced_exactly_once(
         bizon, kafka, pg):
     topic = kafka.create_topic(partitions=PARTITIONS)
@@ -180,6 +183,7 @@ def test_three_members_share_the_partitions_and_a_killed_one_is_replaced_exactly
     assert "claimed" in claims and "FENCED" not in claims
 
 
+@pytest.mark.long
 def test_random_members_killed_again_and_again_lose_and_duplicate_nothing(bizon, kafka, pg):
     rng = random.Random(SEED)
     topic = kafka.create_topic(partitions=PARTITIONS)

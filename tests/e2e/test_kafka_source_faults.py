@@ -50,6 +50,7 @@ def test_broker_restart_mid_stream_loses_nothing(bizon, kafka):
     assert "Kafka client error" in stderr  # It did see the broker go away.
 
 
+@pytest.mark.long
 def test_killed_stream_runs_resume_without_loss_or_duplicates(bizon, kafka):
     rng = random.Random(SEED)
     topic = kafka.create_topic(partitions=3)

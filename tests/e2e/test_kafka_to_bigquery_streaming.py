@@ -157,6 +157,7 @@ def stream_to_the_end(bizon, config, emulator, table: str, expected: set) -> Non
     stop(process)
 
 
+@pytest.mark.long
 def test_kafka_stream_killed_twenty_times_lands_every_message_once(
         bizon, kafka, bigquery_emulator, dataset, capsys):
     """SIGKILL at random moments, 20 times or more, with new messages before each restart: the

@@ -49,6 +49,7 @@ def report(capsys):
     return emit
 
 
+@pytest.mark.long
 def test_incremental_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng, report):
     started = time.monotonic()
     first_count, total = 30_000, 45_000
@@ -80,6 +81,7 @@ def test_incremental_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng,
     assert kills >= 20
 
 
+@pytest.mark.long
 def test_stream_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng, report):
     started = time.monotonic()
     count = 40_000
@@ -94,6 +96,7 @@ def test_stream_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng, repo
     assert kills >= 20
 
 
+@pytest.mark.long
 def test_killed_full_refresh_never_leaves_a_partial_published_file(bizon, rng, report):
     started = time.monotonic()
     count = 20_000

@@ -237,10 +237,12 @@ def test_gcs_stream_publishes_every_part_once(bizon, gcs):
     stream_publishes_every_part_once(bizon, gcs)
 
 
+@pytest.mark.long
 def test_gcs_stream_killed_and_resumed_loses_and_duplicates_nothing(bizon, gcs, capsys):
     killed_stream_ends_exactly_once(bizon, gcs, capsys, kills=20)
 
 
+@pytest.mark.long
 def test_gcs_incremental_killed_and_resumed_loses_and_duplicates_nothing(bizon, gcs):
     killed_incremental_ends_exactly_once(bizon, gcs, kills=8)
 
@@ -274,6 +276,7 @@ def test_s3_stream_publishes_every_part_once(bizon, s3):
     stream_publishes_every_part_once(bizon, s3)
 
 
+@pytest.mark.long
 def test_s3_stream_killed_and_resumed_loses_and_duplicates_nothing(bizon, s3, capsys):
     killed_stream_ends_exactly_once(bizon, s3, capsys, kills=20)
 

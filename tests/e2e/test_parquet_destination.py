@@ -170,6 +170,7 @@ def report(capsys):
     return emit
 
 
+@pytest.mark.long
 def test_stream_killed_and_resumed_loses_and_duplicates_nothing(bizon, rng, report):
     started = time.monotonic()
     count = 30_000

@@ -95,6 +95,7 @@ def report(capsys, scenario: str, kills: int, checked: int, started: float) -> N
 # Merge under kills: incremental (merged at the end of each run) and stream (after each cursor).
 
 
+@pytest.mark.long
 def test_incremental_merge_killed_and_resumed_ends_with_the_model(bizon, pg, rng, capsys):
     started = time.monotonic()
     first_count, total = 20_000, 30_000
@@ -124,6 +125,7 @@ def test_incremental_merge_killed_and_resumed_ends_with_the_model(bizon, pg, rng
     assert kills >= 20
 
 
+@pytest.mark.long
 def test_stream_upsert_killed_twenty_times_ends_with_the_model(bizon, pg, rng, capsys):
     started = time.monotonic()
     count = 30_000

@@ -163,6 +163,7 @@ def test_a_child_resumes_at_the_parent_record_where_the_run_stopped(bizon, api):
                         [i["id"] for i in api.issues], what="issues")
 
 
+@pytest.mark.long
 def test_sigkills_mid_run_end_with_every_record_once_per_table(bizon, api):
     api.stop()
     big = FakeIssuesApi(issues=80, events=150).start()

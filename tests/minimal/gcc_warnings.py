@@ -12,11 +12,13 @@ Usage: gcc_warnings.py <dev build dir> <minimal build dir>
 """
 
 import concurrent.futures
-import json
 import os
 import shlex
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import per_file_commands  # noqa: E402  (scripts/per_file_commands.py)
 
 # Flags of a compile command that are about its output or the sanitizers, not its warnings.
 DROPPED_WITH_VALUE = {"-o", "-MT", "-MF"}
@@ -30,8 +32,8 @@ def uses_build_features(path):
 
 
 def compiled_files(build_dir):
-    with open(os.path.join(build_dir, "compile_commands.json"), encoding="utf-8") as commands:
-        return {entry["file"]: entry for entry in json.load(commands)}
+    """Each source the build compiles, with its command (one per source, also in a unity build)."""
+    return {entry["file"]: entry for entry in per_file_commands.expanded(build_dir)}
 
 
 def syntax_only(entry):

@@ -85,11 +85,6 @@ uint64_t Fnv1a(std::string_view text, uint64_t hash = kFnvOffsetBasis) {
   return hash;
 }
 
-/// `status` with the line of `node` appended.
-Status AtLine(const Status& status, const Value* node) {
-  return Status(status.code(), status.message() + BigqueryConfigLine(node), FailureClass::kConfig);
-}
-
 /// Whether `policy` reads records as something other than plain rows of their columns.
 bool NeedsShaping(const TablePolicy& policy) {
   return policy.merges() || policy.contract != SchemaContract::kExact ||
@@ -323,7 +318,8 @@ Result<std::unique_ptr<BigqueryDestination>> BigqueryDestination::Create(
       ResolveBigqueryPartitioning(time_partitioning, d.unnest_, d.unnest_ ? d.schemas_ : none);
   if (!partitioning) {
     const Value* field = time_partitioning != nullptr ? time_partitioning->Find("field") : nullptr;
-    return Fail(AtLine(partitioning.error(), field != nullptr ? field : time_partitioning));
+    return Fail(
+        AtBigqueryConfigLine(partitioning.error(), field != nullptr ? field : time_partitioning));
   }
   d.partitioning_ = *partitioning;
   if (!d.default_destination_id_.empty()) {

@@ -115,14 +115,14 @@ TEST(ReadChangeRowTest, TombstonesWriteNothingAndOtherEventsAreRefused) {
   EXPECT_NE(not_object.error().message().find("not a JSON object"), std::string::npos);
 }
 
-std::vector<BqColumn> Columns() {
+std::vector<BqColumn> MergeColumns() {
   return {{"id", BqColumnType::kInteger, BqColumnMode::kRequired, ""},
           {"name", BqColumnType::kString, BqColumnMode::kNullable, ""},
           {"version", BqColumnType::kInteger, BqColumnMode::kNullable, ""}};
 }
 
 TEST(MergeStatementTest, StagingColumnsAddTheOrdinalAndTheDeleteFlagAndTakeKeyOnlyDeletes) {
-  std::vector<BqColumn> staging = MergeStagingColumns(Columns());
+  std::vector<BqColumn> staging = MergeStagingColumns(MergeColumns());
   ASSERT_EQ(staging.size(), 5u);
   EXPECT_EQ(staging[3].name, "_bizon_ordinal");
   EXPECT_EQ(staging[3].type, BqColumnType::kInteger);
@@ -139,7 +139,7 @@ TEST(MergeStatementTest, UpsertAndDeleteInsertText) {
   BigQueryTableRef staging{.project = "p", .dataset = "d", .table = "t__m"};
   TablePolicy upsert = Merge({"id"});
   upsert.dedup_sort = DedupSort{.column = "version", .descending = true};
-  auto sql = MergeStatement(target, staging, Columns(), upsert);
+  auto sql = MergeStatement(target, staging, MergeColumns(), upsert);
   ASSERT_TRUE(sql) << sql.error().ToString();
   EXPECT_EQ(*sql,
             "MERGE `p.d.t` AS target USING (SELECT * FROM `p.d.t__m` WHERE TRUE QUALIFY "
@@ -150,7 +150,7 @@ TEST(MergeStatementTest, UpsertAndDeleteInsertText) {
             "source.`_bizon_deleted` THEN INSERT (`id`, `name`, `version`) VALUES (source.`id`, "
             "source.`name`, source.`version`)");
 
-  auto composite = MergeStatement(target, staging, Columns(),
+  auto composite = MergeStatement(target, staging, MergeColumns(),
                                   Merge({"id", "name"}, MergeStrategy::kDeleteInsert));
   ASSERT_TRUE(composite) << composite.error().ToString();
   EXPECT_NE(composite->find("PARTITION BY `id`, `name` ORDER BY `_bizon_ordinal` DESC"),
@@ -162,7 +162,7 @@ TEST(MergeStatementTest, UpsertAndDeleteInsertText) {
       << *composite;
   EXPECT_NE(composite->find("CAST(NULL AS INT64), CAST(NULL AS STRING)"), std::string::npos);
 
-  auto unknown = MergeStatement(target, staging, Columns(), Merge({"key"}));
+  auto unknown = MergeStatement(target, staging, MergeColumns(), Merge({"key"}));
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message().find("primary_key: 'key' is not a column"),
             std::string::npos);
@@ -227,7 +227,7 @@ class MergeEmulatorTest : public ::testing::Test {
   }
 
   void Merge(const TablePolicy& policy) {
-    auto sql = MergeStatement(Ref("t"), Ref("s"), Columns(), policy);
+    auto sql = MergeStatement(Ref("t"), Ref("s"), MergeColumns(), policy);
     ASSERT_TRUE(sql) << sql.error().ToString();
     Run(*sql);
   }

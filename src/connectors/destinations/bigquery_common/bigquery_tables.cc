@@ -11,15 +11,6 @@
 #include "connectors/destinations/destination_record.h"
 
 namespace bizon {
-namespace {
-
-/// `status` with the line of `node` appended, as a config error.
-Status AtLine(const Status& status, const Value* node) {
-  return Status(status.code(), status.message() + BigqueryConfigLine(node), FailureClass::kConfig);
-}
-
-}  // namespace
-
 Status BigqueryDestinationError(StatusCode code, std::string message) {
   return Status(code, std::move(message), FailureClass::kDestination);
 }
@@ -31,6 +22,10 @@ Status BigqueryDestinationContext(const Status& status, std::string_view context
 std::string BigqueryConfigLine(const Value* node) {
   return node != nullptr && node->mark().line > 0 ? fmt::format(" (line {})", node->mark().line)
                                                   : std::string();
+}
+
+Status AtBigqueryConfigLine(const Status& status, const Value* node) {
+  return Status(status.code(), status.message() + BigqueryConfigLine(node), FailureClass::kConfig);
 }
 
 std::vector<ConfigRuleViolation> BigqueryConfigViolations(
@@ -78,7 +73,8 @@ Result<BigqueryRecordSchemas> ParseBigqueryRecordSchemas(const Value& config, bo
     const Value* record_schema = entry.Find("record_schema");
     auto parsed = ParseRecordSchema(record_schema != nullptr ? *record_schema : Value(), where);
     if (!parsed) {
-      return Fail(AtLine(parsed.error(), record_schema != nullptr ? record_schema : &entry));
+      return Fail(
+          AtBigqueryConfigLine(parsed.error(), record_schema != nullptr ? record_schema : &entry));
     }
     std::vector<BqColumn> columns = std::move(*parsed);
     std::vector<std::string> keys;

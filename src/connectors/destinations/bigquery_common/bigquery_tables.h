@@ -26,6 +26,8 @@ namespace bizon {
 
 /// " (line N)" of a config node, for config errors; empty when the node has no position.
 std::string BigqueryConfigLine(const Value* node);
+/// `status` with the line of `node` appended (BigqueryConfigLine), as a config error.
+Status AtBigqueryConfigLine(const Status& status, const Value* node);
 
 /// The `record_schemas` option, parsed: columns and clustering keys per destination id.
 struct BigqueryRecordSchemas {

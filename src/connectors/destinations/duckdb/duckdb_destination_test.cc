@@ -310,7 +310,7 @@ RecordBatch Changes(std::initializer_list<std::tuple<int, int, int, bool>> chang
   return batch;
 }
 
-Value MergeConfig(std::string_view extra = "") {
+Value DuckdbMergeConfig(std::string_view extra = "") {
   return ValueOrDie(Value::FromJson(fmt::format(
       R"({{"unnest": true, "destination_id": "m", "write_disposition": "merge",
           "primary_key": ["id"], "hard_delete": "deleted"{},
@@ -321,13 +321,13 @@ Value MergeConfig(std::string_view extra = "") {
 }
 
 TEST_F(DuckdbDestinationTest, IncrementalMergeKeepsTheLastVersionOfEachKeyAndDeletes) {
-  auto first = Make(SyncMode::kIncremental, "job1", MergeConfig());
+  auto first = Make(SyncMode::kIncremental, "job1", DuckdbMergeConfig());
   ASSERT_OK(first->Open(Value()));
   ValueOrDie(first->Write(Changes({{1, 1, 10, false}, {2, 2, 20, false}, {3, 3, 30, false}}), 1));
   ASSERT_OK(first->Finalize());
   EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=10,2=20,3=30");
 
-  auto second = Make(SyncMode::kIncremental, "job2", MergeConfig());
+  auto second = Make(SyncMode::kIncremental, "job2", DuckdbMergeConfig());
   ASSERT_OK(second->Open(Value()));
   // Key 1 twice in one load (the last wins), key 2 deleted, key 4 new; key 3 untouched.
   ValueOrDie(second->Write(Changes({{4, 1, 11, false}, {5, 2, 0, true}}), 1));
@@ -340,7 +340,7 @@ TEST_F(DuckdbDestinationTest, IncrementalMergeKeepsTheLastVersionOfEachKeyAndDel
 TEST_F(DuckdbDestinationTest, StreamMergeAppliesOnlyLoadsWhoseCursorIsRecorded) {
   Value recorded;
   {
-    auto destination = Make(SyncMode::kStream, "job1", MergeConfig());
+    auto destination = Make(SyncMode::kStream, "job1", DuckdbMergeConfig());
     ASSERT_OK(destination->Open(Value()));
     recorded = ValueOrDie(destination->Write(Changes({{1, 1, 10, false}, {2, 2, 20, false}}), 1));
     EXPECT_EQ(Text("SELECT count(*) FROM m"), "0");  // Staged until its cursor is recorded.
@@ -350,7 +350,7 @@ TEST_F(DuckdbDestinationTest, StreamMergeAppliesOnlyLoadsWhoseCursorIsRecorded) 
     // Committed, never recorded: a kill. It must never reach the table.
     ValueOrDie(destination->Write(Changes({{3, 1, 99, false}, {4, 2, 0, true}}), 1));
   }
-  auto resumed = Make(SyncMode::kStream, "job1", MergeConfig());
+  auto resumed = Make(SyncMode::kStream, "job1", DuckdbMergeConfig());
   ASSERT_OK(resumed->Open(recorded));
   EXPECT_EQ(Text("SELECT string_agg(id || '=' || v, ',' ORDER BY id) FROM m"), "1=10,2=20");
   EXPECT_EQ(Text("SELECT count(*) FROM m_merge"), "0");
@@ -361,7 +361,7 @@ TEST_F(DuckdbDestinationTest, StreamMergeAppliesOnlyLoadsWhoseCursorIsRecorded) 
 
 TEST_F(DuckdbDestinationTest, FullRefreshMergePublishesOneRowPerKeyByDedupSort) {
   auto destination = Make(SyncMode::kFullRefresh, "job1",
-                          MergeConfig(R"(, "dedup_sort": {"column": "v", "order": "asc"})"));
+                          DuckdbMergeConfig(R"(, "dedup_sort": {"column": "v", "order": "asc"})"));
   ASSERT_OK(destination->Open(Value()));
   ValueOrDie(destination->Write(
       Changes({{1, 1, 30, false}, {2, 1, 10, false}, {3, 1, 20, false}, {4, 2, 5, true}}), 1));

@@ -9,7 +9,7 @@
 namespace bizon {
 namespace {
 
-Status SourceError(std::string message) {
+Status HubSpotError(std::string message) {
   return Status(StatusCode::kFailedPrecondition, std::move(message), FailureClass::kSource);
 }
 
@@ -67,7 +67,7 @@ Result<std::vector<std::string>> SelectHubspotProperties(const std::vector<std::
                                                          std::string_view strategy,
                                                          const std::vector<std::string>& selected) {
   if (available.empty()) {
-    return Fail(SourceError("HubSpot lists no properties for this object"));
+    return Fail(HubSpotError("HubSpot lists no properties for this object"));
   }
   if (strategy != "selected") return available;
   std::vector<std::string> chosen;
@@ -96,7 +96,7 @@ Result<HubspotObjectPage> ParseHubspotObjectPage(const JsonPage& page,
       [&](const JsonObjectView& result) {
         const std::optional<Value>& id = result.fields[0];
         if (!id || !id->is_string() || id->AsString().empty()) {
-          return SourceError(
+          return HubSpotError(
               fmt::format("result {} of {} has no string 'id'", result.index, page.origin()));
         }
         std::optional<int64_t> modified = MillisOf(result.fields[1]);
@@ -137,7 +137,7 @@ Result<HubspotSearchCursor> HubspotSearchCursor::FromValue(const Value& paginati
   if (!pagination.is_map() || pagination.AsMap().empty()) return cursor;
   const Value* lower = pagination.Find("lower_ms");
   if (lower == nullptr || !lower->is_integer()) {
-    return Fail(SourceError(
+    return Fail(HubSpotError(
         fmt::format("the saved HubSpot search cursor has no lower_ms: {}", pagination.ToJson())));
   }
   cursor.lower_ms = lower->AsInteger();
@@ -197,7 +197,7 @@ Result<HubspotSearchStep> AdvanceHubspotSearch(const HubspotSearchCursor& cursor
   }
   // The next page would pass the cap: query again from the newest modification time read.
   if (!next.tail_ms || *next.tail_ms <= cursor.lower_ms) {
-    return Fail(SourceError(fmt::format(
+    return Fail(HubSpotError(fmt::format(
         "the HubSpot search cannot move past {} results: more than that many objects share the "
         "modification time {} (ms since the epoch)",
         cap, cursor.lower_ms)));

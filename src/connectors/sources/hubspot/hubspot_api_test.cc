@@ -6,7 +6,7 @@
 namespace bizon {
 namespace {
 
-JsonPage Page(std::string body) { return JsonPage(std::move(body), "GET test"); }
+JsonPage HubspotJsonPage(std::string body) { return JsonPage(std::move(body), "GET test"); }
 
 std::string Contact(int id, std::string_view modified) {
   return fmt::format(
@@ -39,8 +39,8 @@ TEST(HubspotApiTest, ModifiedPropertyPerObject) {
 TEST(HubspotApiTest, ObjectPageKeepsTheBytesAndReadsPaging) {
   std::string first = Contact(1, "2024-03-01T09:00:00.250Z");
   auto page = ParseHubspotObjectPage(
-      Page(R"({"results":[)" + first + "," + Contact(2, "not a date") +
-           R"(],"paging":{"next":{"after":"2","link":"https://x/?after=2"}}})"),
+      HubspotJsonPage(R"({"results":[)" + first + "," + Contact(2, "not a date") +
+                      R"(],"paging":{"next":{"after":"2","link":"https://x/?after=2"}}})"),
       "lastmodifieddate");
   ASSERT_TRUE(page.has_value()) << page.error().message();
   ASSERT_EQ(page->objects.size(), 2u);
@@ -54,28 +54,29 @@ TEST(HubspotApiTest, ObjectPageKeepsTheBytesAndReadsPaging) {
 }
 
 TEST(HubspotApiTest, LastAndEmptyPagesHaveNoNext) {
-  auto last = ParseHubspotObjectPage(Page(R"({"results":[)" + Contact(1, "x") + "]}"), "p");
+  auto last =
+      ParseHubspotObjectPage(HubspotJsonPage(R"({"results":[)" + Contact(1, "x") + "]}"), "p");
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ(last->objects.size(), 1u);
   EXPECT_FALSE(last->next_after);
-  auto empty = ParseHubspotObjectPage(Page(R"({"total":0,"results":[]})"), "p");
+  auto empty = ParseHubspotObjectPage(HubspotJsonPage(R"({"total":0,"results":[]})"), "p");
   ASSERT_TRUE(empty.has_value());
   EXPECT_TRUE(empty->objects.empty());
   EXPECT_FALSE(empty->next_after);
 }
 
 TEST(HubspotApiTest, BrokenPagesFail) {
-  auto truncated = ParseHubspotObjectPage(Page(R"({"results":[{"id":"1"},{"id":)"), "p");
+  auto truncated = ParseHubspotObjectPage(HubspotJsonPage(R"({"results":[{"id":"1"},{"id":)"), "p");
   ASSERT_FALSE(truncated.has_value());
   EXPECT_EQ(truncated.error().failure_class(), FailureClass::kSource);
-  auto no_id = ParseHubspotObjectPage(Page(R"({"results":[{"properties":{}}]})"), "p");
+  auto no_id = ParseHubspotObjectPage(HubspotJsonPage(R"({"results":[{"properties":{}}]})"), "p");
   ASSERT_FALSE(no_id.has_value());
   EXPECT_NE(no_id.error().message().find("has no string 'id'"), std::string::npos);
 }
 
 TEST(HubspotApiTest, PropertySelection) {
   auto names = ParseHubspotPropertyNames(
-      Page(R"({"results":[{"name":"email","label":"Email"},{"name":"firstname"}]})"));
+      HubspotJsonPage(R"({"results":[{"name":"email","label":"Email"},{"name":"firstname"}]})"));
   ASSERT_TRUE(names.has_value());
   EXPECT_EQ(*names, (std::vector<std::string>{"email", "firstname"}));
   EXPECT_EQ(*SelectHubspotProperties(*names, "all", {"ignored"}), *names);
