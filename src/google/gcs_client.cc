@@ -215,8 +215,9 @@ Result<GcsObject> GcsClient::UploadMultipart(std::string_view bucket, std::strin
                                .query = {{"uploadType", "multipart"}},
                                .headers = {{"Content-Type", std::move(multipart.content_type)}},
                                .body = std::move(multipart.body)}));
-  if (!response.ok())
+  if (!response.ok()) {
     return Fail(GcsResponseError("POST", url + "?uploadType=multipart", response));
+  }
   return GcsObject::FromJson(response.body);
 }
 
@@ -232,8 +233,9 @@ Result<std::string> GcsClient::StartResumableUpload(std::string_view bucket, std
                                            {"X-Upload-Content-Type", std::string(content_type)},
                                            {"X-Upload-Content-Length", std::to_string(size)}},
                                .body = metadata.ToJson()}));
-  if (!response.ok())
+  if (!response.ok()) {
     return Fail(GcsResponseError("POST", url + "?uploadType=resumable", response));
+  }
   std::optional<std::string_view> location = response.Header("location");
   if (!location || location->empty()) {
     return Fail(DataLossError(fmt::format(

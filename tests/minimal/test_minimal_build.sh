@@ -67,6 +67,18 @@ for backend in postgres duckdb; do
     examples/quickstart.yml >"$scratch/$backend.yml"
   expect_refused "$backend.yml" "the '$backend' backend is not built into this binary"
 done
+# Parquet output (DuckDB writes it) at validation, with the line of `format`; an object store's
+# default format is Parquet too.
+sed 's/    destination_id: out/    destination_id: out\n    format: parquet/' \
+  tests/minimal/data/file_destination.yml >"$scratch/parquet.yml"
+expect_refused parquet.yml "parquet.yml:15: destination.config.format: format: parquet"
+expect_refused parquet.yml "rebuild with -DBIZON_WITH_DUCKDB=ON"
+sed 's/  name: file/  name: s3/; s/    destination_id: out/    destination_id: out\n    bucket: b/' \
+  tests/minimal/data/file_destination.yml >"$scratch/s3.yml"
+expect_refused s3.yml "format: parquet, the default"
+sed 's/    bucket: b/    bucket: b\n    format: json/' "$scratch/s3.yml" >"$scratch/s3-json.yml"
+(cd "$scratch" && "$bin" config validate s3-json.yml >/dev/null) ||
+  fail "an s3 destination writing json was refused"
 { cat examples/quickstart.yml; printf 'transforms:\n  - label: up\n    python: |\n      data["x"] = 1\n'; } \
   >"$scratch/transform.yml"
 expect_refused transform.yml "rebuild with -DBIZON_WITH_PYTHON=ON"

@@ -594,7 +594,7 @@ std::vector<ConfigRuleViolation> CheckFileConfig(const Value& config, SyncMode) 
   Result<std::string> format = FileFormat(config);
   if (!format) return {{.path = "format", .message = format.error().message()}};
   if (*format != "parquet") return {};
-  return CheckParquetSchemas(config);
+  return CheckParquetOutput(config);
 }
 
 }  // namespace

@@ -43,7 +43,9 @@ std::string DefaultDestinationId(const DestinationContext& context) {
 }
 
 std::vector<ConfigRuleViolation> CheckBucketConfig(const Value& config, SyncMode) {
-  return CheckParquetSchemas(config);
+  OptionReader declared(Option::Object("config", BucketFields("bucket")), config);
+  if (declared.String("format") == "json") return CheckParquetSchemas(config);
+  return CheckParquetOutput(config);
 }
 
 /// The destination over `store`, `label` naming it in log lines; `declared` reads the block.

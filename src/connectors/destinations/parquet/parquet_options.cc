@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "common/connector_families.h"
+
 namespace bizon {
 namespace {
 
@@ -85,6 +87,21 @@ std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config) {
     }
   }
   return violations;
+}
+
+std::vector<ConfigRuleViolation> CheckParquetOutput(const Value& config) {
+  if (const ConnectorFamily* duckdb = FindConnectorFamily("duckdb");
+      duckdb != nullptr && !duckdb->built) {
+    // The validator gives a default the position of its block: such a `format` was not written.
+    const Value* format = config.Find("format");
+    bool written = format != nullptr && (format->mark().line != config.mark().line ||
+                                         format->mark().column != config.mark().column);
+    std::string what = written ? "format: parquet (DuckDB writes Parquet files)"
+                               : "format: parquet, the default (DuckDB writes Parquet files; "
+                                 "format: json needs no DuckDB),";
+    return {{.path = "format", .message = NotBuiltError(what, "duckdb").message()}};
+  }
+  return CheckParquetSchemas(config);
 }
 
 Result<std::vector<std::pair<std::string, std::vector<ParquetColumn>>>> ReadParquetSchemas(

@@ -69,6 +69,10 @@ FieldSpec ParquetCompressionField();
 /// check_config of a destination writing Parquet: each record_schemas column type must be one
 /// ParseParquetColumnType knows. Violations carry `record_schemas[i].record_schema[j].type`.
 std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config);
+/// check_config of a destination block whose parts are Parquet: in a build without DuckDB (which
+/// writes them) one violation at `format` naming the CMake option, so `bizon run` and `config
+/// validate` refuse it before anything is read; else CheckParquetSchemas.
+std::vector<ConfigRuleViolation> CheckParquetOutput(const Value& config);
 
 class ParquetPartWriter final : public PartWriter {
  public:

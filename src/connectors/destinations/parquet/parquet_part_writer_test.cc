@@ -176,5 +176,17 @@ TEST_F(ParquetPartWriterTest, SchemaTypesAreCheckedWithTheirPath) {
   EXPECT_EQ(schemas.error().failure_class(), FailureClass::kConfig);
 }
 
+// With DuckDB built (this file is), Parquet output is checked as its schemas; a build without it
+// refuses `format` instead (tests/minimal/test_minimal_build.sh).
+TEST_F(ParquetPartWriterTest, ParquetOutputIsCheckedAsItsSchemasWhenDuckdbIsBuilt) {
+  auto config = Value::FromJson(R"({"record_schemas":[{"destination_id":"t","record_schema":[)"
+                                R"({"name":"b","type":"GEOGRAPHY"}]}]})");
+  ASSERT_TRUE(config.has_value());
+  std::vector<ConfigRuleViolation> violations = CheckParquetOutput(*config);
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_EQ(violations[0].path, "record_schemas[0].record_schema[0].type");
+  EXPECT_TRUE(CheckParquetOutput(Value::EmptyMap()).empty());
+}
+
 }  // namespace
 }  // namespace bizon
