@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "bizon/secret_mask.h"
+#include "common/ascii.h"
 #include "google/secret_manager.h"
 
 namespace bizon {
@@ -27,18 +28,10 @@ std::string JoinPath(const std::string& path, const std::string& key) {
 // `<scheme>://<path>`: scheme of lowercase letters, digits and underscores; path non-empty.
 const std::regex kReferencePattern("^([a-z0-9_]+)://([\\s\\S]+)$");
 
-std::string Trim(std::string_view text) {
-  size_t begin = 0;
-  size_t end = text.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
-  return std::string(text.substr(begin, end - begin));
-}
-
 class EnvProvider final : public ReferenceProvider {
  public:
   Result<std::string> Resolve(std::string_view path) override {
-    std::string name = Trim(path);
+    std::string name(TrimAsciiSpace(path));
     const char* value = std::getenv(name.c_str());
     if (value == nullptr) {
       return Fail(NotFoundError(fmt::format("environment variable '{}' is not set", name)));
@@ -72,7 +65,8 @@ std::vector<InlineToken> FindInlineTokens(const std::string& text) {
     size_t close = text.find('}', pos + 2);
     if (close == std::string::npos) break;  // An unclosed token is left as is.
     tokens.push_back(
-        {pos, close + 1, Trim(std::string_view(text).substr(pos + 2, close - pos - 2))});
+        {pos, close + 1,
+         std::string(TrimAsciiSpace(std::string_view(text).substr(pos + 2, close - pos - 2)))});
     pos = close + 1;
   }
   return tokens;
@@ -106,7 +100,7 @@ void CollectInto(const Value& node, const std::string& path, std::vector<Referen
       }
       return;
     }
-    std::string trimmed = Trim(text);
+    std::string trimmed(TrimAsciiSpace(text));
     if (std::regex_match(trimmed, match, kReferencePattern) && IsKnownScheme(match[1].str())) {
       sites.push_back({path, trimmed, node.mark()});
     }
@@ -166,7 +160,7 @@ Result<std::string> ReferenceResolver::ResolveString(const std::string& text) {
     out.append(text, last);
     return out;
   }
-  std::string trimmed = Trim(text);
+  std::string trimmed(TrimAsciiSpace(text));
   std::smatch match;
   if (std::regex_match(trimmed, match, kReferencePattern) && IsKnownScheme(match[1].str())) {
     return ResolveReference(trimmed);
@@ -217,13 +211,13 @@ Status LoadEnvFile(const std::string& path) {
   if (!in) return NotFoundError(fmt::format("cannot open env file {}", path));
   std::string line;
   while (std::getline(in, line)) {
-    std::string trimmed = Trim(line);
+    std::string trimmed(TrimAsciiSpace(line));
     if (trimmed.empty() || trimmed[0] == '#') continue;
-    if (trimmed.rfind("export ", 0) == 0) trimmed = Trim(trimmed.substr(7));
+    if (trimmed.rfind("export ", 0) == 0) trimmed = TrimAsciiSpace(trimmed.substr(7));
     size_t eq = trimmed.find('=');
     if (eq == std::string::npos) continue;
-    std::string key = Trim(trimmed.substr(0, eq));
-    std::string value = Trim(trimmed.substr(eq + 1));
+    std::string key(TrimAsciiSpace(trimmed.substr(0, eq)));
+    std::string value(TrimAsciiSpace(trimmed.substr(eq + 1)));
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
         value.back() == value.front()) {
       value = value.substr(1, value.size() - 2);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "common/ascii.h"
 #include "google/jwt.h"
 
 namespace bizon {
@@ -33,14 +34,6 @@ std::string Upper(std::string_view text) {
   std::string out(text);
   for (char& c : out) {
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  }
-  return out;
-}
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
 }
@@ -453,7 +446,7 @@ struct ProtoRowEncoder::Parser {
     explicit Level(const std::vector<ProtoColumn>& of) : columns(&of), children(of.size()) {
       for (size_t i = 0; i < of.size(); ++i) {
         exact.emplace(of[i].name, i);
-        folded.emplace(Lower(of[i].name), i);
+        folded.emplace(AsciiLower(of[i].name), i);
         if (of[i].kind == ProtoColumnKind::kRecord) {
           children[i] = std::make_unique<Level>(of[i].fields);
         }
@@ -462,7 +455,7 @@ struct ProtoRowEncoder::Parser {
 
     std::optional<size_t> Find(std::string_view key) const {
       if (auto found = exact.find(key); found != exact.end()) return found->second;
-      if (auto found = folded.find(Lower(key)); found != folded.end()) return found->second;
+      if (auto found = folded.find(AsciiLower(key)); found != folded.end()) return found->second;
       return std::nullopt;
     }
   };

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "bizon/secret_mask.h"
+#include "common/ascii.h"
 #include "google/credentials.h"
 #include "google/jwt.h"
 #include "http/http_session.h"
@@ -18,16 +19,6 @@ namespace bizon {
 namespace {
 
 constexpr std::string_view kFullNameShape = "projects/<project>/secrets/<id>/versions/<version>";
-
-std::string_view TrimView(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // Secret ids and version ids are letters, digits, '-' and '_' (Secret Manager's own rule for
 // ids; versions are numbers, `latest` or an alias); project ids may also hold '.' and ':'
@@ -72,7 +63,7 @@ std::string DescribeError(const HttpResponse& response) {
 
 Result<std::string> SecretVersionName(std::string_view path,
                                       const std::optional<std::string>& project) {
-  path = TrimView(path);
+  path = TrimAsciiSpace(path);
   if (path.starts_with("projects/")) {
     std::vector<std::string_view> parts = Split(path, '/');
     if (parts.size() != 6 || parts[2] != "secrets" || parts[4] != "versions" ||
@@ -180,7 +171,7 @@ std::optional<std::string> GoogleSecretManager::Project() const {
 }
 
 Result<std::string> GoogleSecretManager::Resolve(std::string_view raw_path) {
-  std::string path(TrimView(raw_path));
+  std::string path(TrimAsciiSpace(raw_path));
   // A malformed path is refused before any credentials are looked for (the placeholder project
   // only lets the short forms be checked).
   if (auto checked = SecretVersionName(path, std::string("_")); !checked) {

@@ -98,8 +98,8 @@ class S3ObjectStore final : public ObjectStore {
   Result<std::string> Get(const std::string& name) override {
     BIZON_ASSIGN_OR_RETURN(HttpResponse response, Call("GET", name, "", {}, /*missing_ok=*/true));
     if (response.status == 404) {
-      return Fail(Status(StatusCode::kNotFound, fmt::format("{} does not exist", Uri(name)),
-                         FailureClass::kDestination));
+      return Fail(
+          NotFoundError(fmt::format("{} does not exist", Uri(name)), FailureClass::kDestination));
     }
     return std::move(response.body);
   }
@@ -112,8 +112,7 @@ class S3ObjectStore final : public ObjectStore {
     // NoSuchKey: the source is gone. The part store then looks for the copy a run killed after
     // publishing made (ObjectPartStore::Publish), as it does for GCS.
     if (response.status == 404) {
-      return Status(
-          StatusCode::kNotFound,
+      return NotFoundError(
           fmt::format("S3 copy {} -> {}: {} does not exist", Uri(from), Uri(to), Uri(from)),
           FailureClass::kDestination);
     }

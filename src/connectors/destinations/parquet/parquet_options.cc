@@ -96,7 +96,7 @@ std::vector<ConfigRuleViolation> CheckParquetOutput(const Value& config) {
     const Value* format = config.Find("format");
     bool written = format != nullptr && (format->mark().line != config.mark().line ||
                                          format->mark().column != config.mark().column);
-    std::string what = written ? "format: parquet (DuckDB writes Parquet files)"
+    std::string what = written ? std::string(kParquetNeedsDuckdb)
                                : "format: parquet, the default (DuckDB writes Parquet files; "
                                  "format: json needs no DuckDB),";
     return {{.path = "format", .message = NotBuiltError(what, "duckdb").message()}};

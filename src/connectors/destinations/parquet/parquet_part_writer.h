@@ -69,6 +69,9 @@ FieldSpec ParquetCompressionField();
 /// check_config of a destination writing Parquet: each record_schemas column type must be one
 /// ParseParquetColumnType knows. Violations carry `record_schemas[i].record_schema[j].type`.
 std::vector<ConfigRuleViolation> CheckParquetSchemas(const Value& config);
+/// What a build without DuckDB refuses (NotBuiltError's `what`): Parquet output.
+inline constexpr std::string_view kParquetNeedsDuckdb =
+    "format: parquet (DuckDB writes Parquet files)";
 /// check_config of a destination block whose parts are Parquet: in a build without DuckDB (which
 /// writes them) one violation at `format` naming the CMake option, so `bizon run` and `config
 /// validate` refuse it before anything is read; else CheckParquetSchemas.

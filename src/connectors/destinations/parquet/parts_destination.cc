@@ -229,8 +229,7 @@ Result<std::unique_ptr<PartWriter>> PartsDestination::MakeWriter(
                          ParquetPartWriter::Make(std::move(columns), options_.compression));
   return std::unique_ptr<PartWriter>(std::move(writer));
 #else
-  return Fail(NotBuiltError(
-      fmt::format("{}: format: parquet (DuckDB writes Parquet files)", options_.label), "duckdb"));
+  return Fail(NotBuiltError(fmt::format("{}: {}", options_.label, kParquetNeedsDuckdb), "duckdb"));
 #endif
 }
 
